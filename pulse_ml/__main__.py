@@ -1,0 +1,4 @@
+from pulse_ml.cli import main
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""The ``pulse-ml`` command: ``pulse-ml <verb> [hydra overrides]``.
+
+Each verb composes ``conf/<verb>.yaml`` and calls ``run(cfg)`` of its job module. Heavy
+libraries are imported only by the job modules, so ``--help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import time
+
+# verb -> (job module, one-line description). Order = order in --help.
+VERBS: dict[str, tuple[str, str]] = {
+    "pipeline": ("pulse_ml.jobs.pipeline", "end to end: demo data if none, train, promote, infer"),
+    "simulate": ("pulse_ml.jobs.simulate", "write a calibrated demo session table (+ ground truth)"),
+    "validate": ("pulse_ml.jobs.validate", "check a session table against the contract"),
+    "extract": ("pulse_ml.jobs.extract", "turn raw agent sessions into a session table"),
+    "judge": ("pulse_ml.jobs.judge", "score sessions with an LLM-as-a-judge baseline"),
+    "discover": ("pulse_ml.jobs.discover", "ask LLMs to propose satisfaction features"),
+    "train": ("pulse_ml.jobs.train", "tune a model family (Optuna, 5-fold CV), log and register"),
+    "promote": ("pulse_ml.jobs.promote", "move the `champion` alias to a model version by hand"),
+    "compare": ("pulse_ml.jobs.compare", "table of every family and LLM judge in the experiment"),
+    "infer": ("pulse_ml.jobs.infer", "naive vs PPI++ effects with 95% CIs per case study"),
+    "audit": ("pulse_ml.jobs.audit", "hide labels many times to check the intervals' coverage"),
+    "plan": ("pulse_ml.jobs.plan", "labels per arm needed to detect an effect, naive vs PPI"),
+}
+
+_ALIASES = {"case_study": "case_study_name"}  # plain keys whose name is also a config group
+
+
+def _usage() -> str:
+    width = max(len(v) for v in VERBS)
+    lines = [
+        "usage: pulse-ml <verb> [key=value ...] [-m key=a,b ...]",
+        "",
+        "PULSE: conclusive A/B tests of AI-agent designs with a fraction of the human ratings.",
+        "",
+        "verbs:",
+    ]
+    for verb, (_, text) in VERBS.items():
+        lines.append(f"  {verb.ljust(width)}  {text}")
+    lines += [
+        "",
+        "options (after the verb):",
+        "  --help, -h     the verb's description and its composed config",
+        "  --cfg          print the composed config and exit",
+        "  -m, --multirun run once per combination of comma-separated values",
+        "",
+        "Overrides are Hydra syntax, e.g. `pulse-ml train model=lightgbm tuning.n_trials=50`.",
+    ]
+    return "\n".join(lines)
+
+
+def _rewrite(overrides: list[str]) -> list[str]:
+    out = []
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        out.append(f"{_ALIASES[key]}={value}" if sep and key in _ALIASES else item)
+    return out
+
+
+def _expand(overrides: list[str], multirun: bool) -> list[list[str]]:
+    if not multirun:
+        return [overrides]
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    batches = BasicSweeper.split_arguments(parsed, None)
+    return [list(job) for batch in batches for job in batch]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``pulse-ml`` console script."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(_usage())
+        return
+    verb, rest = args[0], args[1:]
+    if verb not in VERBS:
+        print(f"pulse-ml: unknown verb '{verb}'.\n\n{_usage()}", file=sys.stderr)
+        sys.exit(2)
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    multirun = any(a in ("-m", "--multirun") for a in rest)
+    show_help = any(a in ("-h", "--help") for a in rest)
+    show_cfg = "--cfg" in rest
+    overrides = _rewrite([a for a in rest if not a.startswith("-")])
+    unknown = [a for a in rest if a.startswith("-") and a not in
+               ("-m", "--multirun", "-h", "--help", "--cfg")]
+    if unknown:
+        print(f"pulse-ml {verb}: unknown option {unknown[0]}. Overrides are key=value.",
+              file=sys.stderr)
+        sys.exit(2)
+
+    from pulse_ml.errors import PulseError
+
+    try:
+        from pulse_ml.config import compose
+
+        jobs = _expand(overrides, multirun)
+        if show_help or show_cfg:
+            from omegaconf import OmegaConf
+
+            if show_help:
+                module = importlib.import_module(VERBS[verb][0])
+                print(f"pulse-ml {verb}: {VERBS[verb][1]}\n")
+                print((module.__doc__ or "").strip() + "\n")
+                print("composed config (override any key with key=value):\n")
+            print(OmegaConf.to_yaml(compose(verb, jobs[0])))
+            return
+        module = importlib.import_module(VERBS[verb][0])
+        for i, job in enumerate(jobs):
+            if len(jobs) > 1:
+                print(f"\n[{i + 1}/{len(jobs)}] pulse-ml {verb} {' '.join(job)}")
+            cfg = compose(verb, job)
+            start = time.perf_counter()
+            module.run(cfg)
+            if len(jobs) > 1:
+                print(f"[{i + 1}/{len(jobs)}] done in {time.perf_counter() - start:.1f} s")
+    except PulseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)

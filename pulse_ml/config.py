@@ -1,0 +1,92 @@
+"""Compose Hydra configs for a verb (the only place that talks to Hydra)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pulse_ml.errors import PulseError
+from pulse_ml.paths import conf_dir, project_root
+
+# Config groups whose value may also be a path to a YAML file outside the package.
+_FILE_GROUPS = ("features", "model", "judge", "labeler")
+
+
+def _register_resolvers() -> None:
+    from omegaconf import OmegaConf
+
+    if not OmegaConf.has_resolver("pulse_home"):
+        OmegaConf.register_new_resolver("pulse_home", lambda: str(project_root()))
+
+
+def _split_file_overrides(overrides: list[str]) -> tuple[list[str], dict[str, Path]]:
+    """Pull out ``group=path/to/file.yaml`` overrides; Hydra only knows group options."""
+    kept: list[str] = []
+    files: dict[str, Path] = {}
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if sep and key in _FILE_GROUPS and value.endswith((".yaml", ".yml")):
+            path = Path(value).expanduser()
+            if not path.is_file():
+                raise PulseError(f"{key}={value}: no such file. Pass an option of conf/{key}/ "
+                                 f"or the path of an existing YAML file.")
+            files[key] = path.resolve()
+        else:
+            kept.append(item)
+    return kept, files
+
+
+def compose(verb: str, overrides: list[str] | None = None):
+    """Compose ``conf/<verb>.yaml`` with command-line overrides.
+
+    Args:
+        verb: The primary config name (one per CLI verb).
+        overrides: Hydra override strings (``key=value``, ``group=option``, ``+key=value``);
+            ``features=path/to/set.yaml`` (likewise ``model``, ``judge``, ``labeler``) loads a
+            YAML file from outside the package.
+
+    Returns:
+        The composed ``DictConfig`` with interpolations resolved.
+
+    Raises:
+        PulseError: when an override names an unknown key, option or file.
+    """
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.errors import HydraException
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    _register_resolvers()
+    kept, files = _split_file_overrides(list(overrides or []))
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3",
+                                   job_name=verb):
+            cfg = hydra_compose(config_name=verb, overrides=kept)
+    except (HydraException, OmegaConfBaseException) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+        raise PulseError(f"pulse-ml {verb}: cannot compose the config: {first}\n"
+                         f"  Check the override spelling; `pulse-ml {verb} --help` shows the "
+                         f"keys and groups.") from None
+    finally:
+        GlobalHydra.instance().clear()
+    OmegaConf.set_struct(cfg, False)
+    for key, path in files.items():
+        cfg[key] = OmegaConf.load(path)
+        if "name" not in cfg[key]:
+            cfg[key]["name"] = path.stem
+    try:
+        OmegaConf.resolve(cfg)
+    except OmegaConfBaseException as exc:
+        raise PulseError(f"pulse-ml {verb}: a config value is missing or wrong: {exc}") from None
+    return cfg
+
+
+def require(cfg, key: str, verb: str):
+    """Return ``cfg[key]``, or raise a ``PulseError`` naming the key when it is missing (``???``)."""
+    from omegaconf import OmegaConf
+
+    if OmegaConf.is_missing(cfg, key) or cfg.get(key) is None:
+        raise PulseError(f"pulse-ml {verb}: `{key}` is required, e.g. `pulse-ml {verb} {key}=...`")
+    return cfg[key]
