@@ -14,7 +14,7 @@ import time
 # verb -> (job module, one-line description). Order = order in --help.
 VERBS: dict[str, tuple[str, str]] = {
     "pipeline": ("pulse_ml.jobs.pipeline", "end to end: demo data if none, train, promote, infer"),
-    "simulate": ("pulse_ml.jobs.simulate", "write a calibrated demo session table (+ ground truth)"),
+    "simulate": ("pulse_ml.jobs.simulate", "write calibrated demo sessions (+ ground truth)"),
     "validate": ("pulse_ml.jobs.validate", "check a session table against the contract"),
     "extract": ("pulse_ml.jobs.extract", "turn raw agent sessions into a session table"),
     "judge": ("pulse_ml.jobs.judge", "score sessions with an LLM-as-a-judge baseline"),

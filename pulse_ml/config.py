@@ -84,7 +84,7 @@ def compose(verb: str, overrides: list[str] | None = None):
 
 
 def require(cfg, key: str, verb: str):
-    """Return ``cfg[key]``, or raise a ``PulseError`` naming the key when it is missing (``???``)."""
+    """Return ``cfg[key]``, or raise a ``PulseError`` naming the key when it is ``???``."""
     from omegaconf import OmegaConf
 
     if OmegaConf.is_missing(cfg, key) or cfg.get(key) is None:

@@ -15,7 +15,7 @@ def conf_dir() -> Path:
     install uses the copy shipped as package data (``pulse_ml/_conf``).
     """
     checkout = _PKG.parent / "conf"
-    if (checkout / "simulate.yaml").is_file():
+    if (checkout / "features").is_dir():
         return checkout
     return _PKG / "_conf"
 

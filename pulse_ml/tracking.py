@@ -50,7 +50,8 @@ def setup(experiment: str) -> str:
     client = mlflow.MlflowClient()
     exp = client.get_experiment_by_name(experiment)
     if exp is None:
-        location = None if uri.startswith(("http://", "https://", "databricks")) else artifact_root()
+        remote = uri.startswith(("http://", "https://", "databricks"))
+        location = None if remote else artifact_root()
         exp_id = client.create_experiment(experiment, artifact_location=location)
     else:
         exp_id = exp.experiment_id

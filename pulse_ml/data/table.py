@@ -1,0 +1,292 @@
+"""Validate a session table against the contract and return it typed.
+
+The contract (see ``design.md``): one row per session with ``session_id`` (unique),
+``condition``, ``rating`` (mean segment rating in [1, 5], empty = unlabeled), optional
+``user_id``, ``case_study`` and ``n_ratings``, and the feature columns of the chosen feature set.
+Every problem is collected first and reported in one message (file, column, first rows, fix).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from pulse_ml.case_studies import CaseStudy, resolve_case_studies
+from pulse_ml.data.io import read_frame
+from pulse_ml.errors import DataError
+from pulse_ml.features import FeatureSet
+
+REQUIRED = ("session_id", "condition", "rating")
+MIN_LABELED_PER_ARM = 2
+_SHOW = 5
+
+
+def _where(frame: pd.DataFrame, mask: np.ndarray | pd.Series, values: bool = True) -> str:
+    """Describe the first offending rows: 1-based row number, session_id and value."""
+    idx = np.flatnonzero(np.asarray(mask))
+    parts = []
+    for i in idx[:_SHOW]:
+        sid = frame["session_id"].iloc[i] if "session_id" in frame else None
+        part = f"row {i + 1}"
+        if sid is not None and not pd.isna(sid):
+            part += f" (session_id={sid})"
+        parts.append(part)
+    more = f" and {len(idx) - _SHOW} more" if len(idx) > _SHOW else ""
+    return f"{len(idx)} row(s): {', '.join(parts)}{more}"
+
+
+def _bad_values(series: pd.Series, mask: np.ndarray | pd.Series) -> str:
+    vals = pd.unique(series[np.asarray(mask)].astype(str))[:_SHOW]
+    return ", ".join(repr(v) for v in vals)
+
+
+def _check_columns(frame: pd.DataFrame, features: FeatureSet) -> list[str]:
+    problems = []
+    present = [str(c) for c in frame.columns]
+    for col in (*REQUIRED, *features.names):
+        if col in frame.columns:
+            continue
+        close = difflib.get_close_matches(col, present, n=1, cutoff=0.6)
+        hint = (f" A column '{close[0]}' exists: rename it to '{col}'." if close else
+                f" Add it (columns found: {', '.join(present[:12])}"
+                f"{' …' if len(present) > 12 else ''}).")
+        what = "required column" if col in REQUIRED else f"feature column of set '{features.name}'"
+        problems.append(f"column '{col}': missing ({what}).{hint}")
+    return problems
+
+
+def _numeric(frame: pd.DataFrame, col: str, problems: list[str]) -> pd.Series:
+    raw = frame[col]
+    num = pd.to_numeric(raw, errors="coerce") if raw.dtype != bool else raw.astype(float)
+    bad = num.isna() & raw.notna() & (raw.astype(str).str.strip() != "")
+    if bad.any():
+        problems.append(f"column '{col}': non-numeric values ({_bad_values(raw, bad)}) in "
+                        f"{_where(frame, bad)}. Use numbers only.")
+    return num.astype(float)
+
+
+def _check_rating(frame: pd.DataFrame, problems: list[str]) -> pd.Series:
+    rating = _numeric(frame, "rating", problems)
+    out = rating.notna() & ((rating < 1) | (rating > 5))
+    if out.any():
+        problems.append(f"column 'rating': values outside [1, 5] ({_bad_values(rating, out)}) in "
+                        f"{_where(frame, out)}. Ratings are mean 1–5 star ratings; leave unrated "
+                        "sessions empty.")
+    return rating
+
+
+def _check_feature(frame: pd.DataFrame, spec, problems: list[str]) -> pd.Series:
+    col, kind = spec.name, spec.kind
+    raw = frame[col]
+    missing = raw.isna()
+    if missing.any():
+        problems.append(f"column '{col}': empty/NaN values in {_where(frame, missing)}. Every "
+                        f"session needs a value for {kind} feature '{col}' (impute or drop those "
+                        "rows).")
+    if kind == "categorical":
+        values = raw.astype("string")
+        if spec.values:
+            unknown = ~missing & ~values.isin(spec.values).fillna(False).to_numpy()
+            if unknown.any():
+                problems.append(f"column '{col}': unknown category value(s) "
+                                f"{_bad_values(raw, unknown)} in {_where(frame, unknown)}. "
+                                f"Allowed: {', '.join(spec.values)}.")
+        return values.fillna("").astype(str)
+    num = _numeric(frame, col, problems)
+    ok = num.notna()
+    if kind == "flag":
+        bad = ok & ~num.isin([0.0, 1.0])
+        if bad.any():
+            problems.append(f"column '{col}': a 0/1 flag has other values "
+                            f"({_bad_values(raw, bad)}) in {_where(frame, bad)}. Use 0 or 1.")
+        return num.fillna(0).astype("int64")
+    if kind == "count":
+        neg = ok & (num < 0)
+        if neg.any():
+            problems.append(f"column '{col}': negative counts ({_bad_values(raw, neg)}) in "
+                            f"{_where(frame, neg)}. Counts are integers >= 0.")
+        frac = ok & (num != np.floor(num))
+        if frac.any():
+            problems.append(f"column '{col}': non-integer counts ({_bad_values(raw, frac)}) in "
+                            f"{_where(frame, frac)}. Counts are integers >= 0.")
+        return num.fillna(0).astype("int64")
+    inf = ok & ~np.isfinite(num)
+    if inf.any():
+        problems.append(f"column '{col}': infinite values in {_where(frame, inf)}.")
+    return num
+
+
+@dataclass(frozen=True)
+class ArmCounts:
+    """Labeled and unlabeled sessions of one arm."""
+
+    condition: str
+    n_labeled: int
+    n_unlabeled: int
+
+
+@dataclass(frozen=True)
+class SessionTable:
+    """A validated session table.
+
+    Attributes:
+        frame: Typed frame (ratings float with NaN for unlabeled, flags/counts int64,
+            categoricals str, ``case_study`` "" for sessions in no test, ``user_id`` filled).
+        path: Where it was read from.
+        features: The feature set it was validated against.
+        case_studies: The two-arm case studies present in the data.
+        notes: Things the user should know (guessed controls, skipped case studies).
+    """
+
+    frame: pd.DataFrame
+    path: str
+    features: FeatureSet
+    case_studies: tuple[CaseStudy, ...] = ()
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def labeled(self) -> np.ndarray:
+        """Boolean mask of rated sessions."""
+        return self.frame["rating"].notna().to_numpy()
+
+    def case_study(self, name: str) -> CaseStudy:
+        """Return the case study called ``name``."""
+        for study in self.case_studies:
+            if study.name == name:
+                return study
+        raise KeyError(name)
+
+    def arm_counts(self, study: CaseStudy) -> tuple[ArmCounts, ArmCounts]:
+        """Labeled/unlabeled counts of the control and treatment arm."""
+        in_study = self.frame["case_study"] == study.name
+        out = []
+        for cond in (study.control, study.treatment):
+            arm = (in_study & (self.frame["condition"] == cond)).to_numpy()
+            n_lab = int((arm & self.labeled).sum())
+            out.append(ArmCounts(cond, n_lab, int(arm.sum()) - n_lab))
+        return out[0], out[1]
+
+
+def validate_frame(
+    frame: pd.DataFrame,
+    path: str,
+    features: FeatureSet,
+    configured: Mapping[str, CaseStudy] | None = None,
+    only: Iterable[str] | None = None,
+) -> SessionTable:
+    """Check a raw frame against the contract and return the typed table.
+
+    Args:
+        frame: The raw table.
+        path: File name used in messages.
+        features: Feature set whose columns must be present and valid.
+        configured: Configured case studies by name.
+        only: Restrict case-study checks to these names (each must be present in the data).
+
+    Returns:
+        The validated :class:`SessionTable`.
+
+    Raises:
+        DataError: listing every problem found.
+    """
+    problems = _check_columns(frame, features)
+    if problems:
+        raise DataError(path, problems)
+    out = pd.DataFrame(index=pd.RangeIndex(len(frame)))
+    sid = frame["session_id"]
+    if sid.isna().any():
+        problems.append(f"column 'session_id': empty values in {_where(frame, sid.isna())}. "
+                        "Every session needs an id.")
+    sid = sid.astype("string").fillna("").astype(str)
+    dup = sid.duplicated(keep=False).to_numpy() & (sid != "").to_numpy()
+    if dup.any():
+        problems.append(f"column 'session_id': duplicate ids ({_bad_values(sid, dup)}) in "
+                        f"{_where(frame, dup)}. Each session must appear once; aggregate "
+                        "segment ratings per session (pulse_ml.data.ratings.aggregate_ratings).")
+    out["session_id"] = sid
+    user = frame["user_id"] if "user_id" in frame else pd.Series([None] * len(frame))
+    user = user.astype("string")
+    out["user_id"] = user.where(user.notna() & (user != ""), sid).astype(str)
+    cs = frame["case_study"] if "case_study" in frame else pd.Series([""] * len(frame))
+    out["case_study"] = cs.astype("string").fillna("").astype(str).str.strip()
+    cond = frame["condition"].astype("string")
+    if cond.isna().any():
+        problems.append(f"column 'condition': empty values in {_where(frame, cond.isna())}. "
+                        "Use e.g. 'default' for sessions in no test.")
+    out["condition"] = cond.fillna("").astype(str).str.strip()
+    out["rating"] = _check_rating(frame, problems)
+    if "n_ratings" in frame:
+        n_r = _numeric(frame, "n_ratings", problems)
+        neg = n_r.notna() & (n_r < 0)
+        if neg.any():
+            problems.append(f"column 'n_ratings': negative values in {_where(frame, neg)}.")
+        out["n_ratings"] = n_r.fillna(0).clip(lower=0).astype("int64")
+    else:
+        out["n_ratings"] = out["rating"].notna().astype("int64")
+    for spec in features.columns:
+        out[spec.name] = _check_feature(frame, spec, problems)
+    for col in frame.columns:
+        if col not in out.columns:
+            out[col] = frame[col].to_numpy()
+
+    studies, notes = _check_case_studies(out, frame, configured or {}, only, problems)
+    if problems:
+        raise DataError(path, problems)
+    return SessionTable(frame=out, path=path, features=features,
+                        case_studies=tuple(studies), notes=tuple(notes))
+
+
+def _check_case_studies(out, frame, configured, only, problems) -> tuple[list, list]:
+    present = out.loc[out["case_study"] != "", ["case_study", "condition"]]
+    conds = {name: sorted(g["condition"].unique()) for name, g in present.groupby("case_study")}
+    wanted = list(only) if only is not None else None
+    if wanted is not None:
+        absent = [w for w in wanted if w not in conds]
+        if absent:
+            problems.append(f"column 'case_study': case study {', '.join(map(repr, absent))} not "
+                            f"in the data (present: {', '.join(conds) or 'none'}). Fix the name "
+                            "or the `case_studies` setting.")
+        conds = {k: v for k, v in conds.items() if k in wanted}
+    studies, notes = resolve_case_studies(configured, conds)
+    labeled = out["rating"].notna()
+    for study in studies:
+        in_study = out["case_study"] == study.name
+        for role, arm in (("control", study.control), ("treatment", study.treatment)):
+            rows = in_study & (out["condition"] == arm)
+            n_lab = int((rows & labeled).sum())
+            if not rows.any():
+                problems.append(f"column 'condition': case study '{study.name}' has no session "
+                                f"with its {role} condition '{arm}' (conditions present: "
+                                f"{', '.join(conds.get(study.name, []))}). Fix the data or "
+                                f"conf/case_study/{study.name}.yaml.")
+            elif n_lab < MIN_LABELED_PER_ARM:
+                problems.append(f"column 'rating': case study '{study.name}', {role} arm "
+                                f"'{arm}' has {n_lab} labeled session(s); at least "
+                                f"{MIN_LABELED_PER_ARM} rated sessions per arm are needed "
+                                "for an interval. Collect ratings or drop the case study.")
+        extra = set(conds.get(study.name, [])) - {study.control, study.treatment}
+        if study.configured and extra:
+            notes.append(f"case study '{study.name}': sessions with condition(s) "
+                         f"{', '.join(sorted(extra))} are ignored.")
+    return studies, notes
+
+
+def read_table(path: str | Path) -> pd.DataFrame:
+    """Read a session-table file without validating it (Parquet, CSV or JSONL)."""
+    return read_frame(path)
+
+
+def load_sessions(
+    path: str | Path,
+    features: FeatureSet,
+    configured: Mapping[str, CaseStudy] | None = None,
+    only: Iterable[str] | None = None,
+) -> SessionTable:
+    """Read and validate a session table (see :func:`validate_frame`)."""
+    frame = read_frame(path)
+    return validate_frame(frame, str(Path(path)), features, configured, only)

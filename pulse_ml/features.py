@@ -1,0 +1,71 @@
+"""Feature sets: which session-table columns a model uses and what kind each one is."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from pulse_ml.errors import PulseError
+
+KINDS = ("categorical", "count", "flag", "numeric")
+
+
+@dataclass(frozen=True)
+class FeatureSpec:
+    """One feature column.
+
+    Attributes:
+        name: Column name in the session table.
+        kind: ``categorical`` (strings, one-hot encoded), ``count`` (integer >= 0),
+            ``flag`` (0/1) or ``numeric`` (any finite float).
+        values: Allowed values of a categorical column (empty = any string).
+    """
+
+    name: str
+    kind: str
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FeatureSet:
+    """A named, ordered set of feature columns."""
+
+    name: str
+    columns: tuple[FeatureSpec, ...] = field(default_factory=tuple)
+
+    @property
+    def names(self) -> list[str]:
+        """Column names in order."""
+        return [c.name for c in self.columns]
+
+    @property
+    def kinds(self) -> dict[str, str]:
+        """Column name -> kind."""
+        return {c.name: c.kind for c in self.columns}
+
+    def of_kind(self, *kinds: str) -> list[str]:
+        """Names of the columns whose kind is one of ``kinds``."""
+        return [c.name for c in self.columns if c.kind in kinds]
+
+
+def feature_set_from_mapping(node: Mapping, default_name: str = "custom") -> FeatureSet:
+    """Build a :class:`FeatureSet` from a config mapping ``{name, columns: {col: {kind, values}}}``.
+
+    Raises:
+        PulseError: if a column has an unknown kind or the set is empty.
+    """
+    name = str(node.get("name", default_name))
+    columns = node.get("columns") or {}
+    if not columns:
+        raise PulseError(f"feature set '{name}': no columns. "
+                         "Add `columns: {col: {kind: flag}}`.")
+    specs = []
+    for col, spec in columns.items():
+        spec = spec or {}
+        kind = str(spec.get("kind", "numeric"))
+        if kind not in KINDS:
+            raise PulseError(f"feature set '{name}', column '{col}': unknown kind '{kind}'. "
+                             f"Use one of {', '.join(KINDS)}.")
+        values = tuple(str(v) for v in (spec.get("values") or ()))
+        specs.append(FeatureSpec(name=str(col), kind=kind, values=values))
+    return FeatureSet(name=name, columns=tuple(specs))
