@@ -84,6 +84,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     multirun = any(a in ("-m", "--multirun") for a in rest)
     show_help = any(a in ("-h", "--help") for a in rest)
     show_cfg = "--cfg" in rest

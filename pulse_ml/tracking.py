@@ -41,8 +41,12 @@ def setup(experiment: str) -> str:
     Returns:
         The experiment id.
     """
-    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    import logging
+
     import mlflow
+
+    if not os.environ.get("PULSE_VERBOSE"):
+        logging.getLogger("mlflow").setLevel(logging.ERROR)
 
     uri = tracking_uri()
     mlflow.set_tracking_uri(uri)

@@ -1,0 +1,1 @@
+"""Predictor families: estimators that map session features to a predicted rating."""

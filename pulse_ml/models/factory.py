@@ -1,0 +1,118 @@
+"""Model families from config: estimator + preprocessing as a scikit-learn Pipeline."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
+
+from pulse_ml.errors import PulseError
+from pulse_ml.features import FeatureSet
+from pulse_ml.models.preprocess import make_preprocessor
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One tunable hyper-parameter of the estimator (``search_space`` entry)."""
+
+    name: str
+    type: str  # float | int | categorical
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    step: float | None = None
+    choices: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model family as configured in ``conf/model/<name>.yaml``.
+
+    Attributes:
+        name: Family name (``random_forest`` …).
+        estimator: Mapping with ``_target_`` and default keyword arguments.
+        scale: Standardize features before the estimator (linear models).
+        search_space: The hyper-parameters Optuna tunes (read only by the tuning code).
+    """
+
+    name: str
+    estimator: Mapping[str, Any]
+    scale: bool = False
+    search_space: tuple[ParamSpec, ...] = field(default_factory=tuple)
+
+
+def model_spec_from_mapping(node: Mapping[str, Any]) -> ModelSpec:
+    """Build a :class:`ModelSpec` from a plain mapping (the composed ``model`` node)."""
+    name = str(node.get("name", "model"))
+    est = dict(node.get("estimator") or {})
+    if "_target_" not in est:
+        raise PulseError(
+            f"model '{name}': `estimator._target_` is missing (the import path of "
+            "a scikit-learn estimator, e.g. sklearn.ensemble.RandomForestRegressor)."
+        )
+    params = []
+    for pname, p in (node.get("search_space") or {}).items():
+        ptype = str(p.get("type", "float"))
+        if ptype not in ("float", "int", "categorical"):
+            raise PulseError(
+                f"model '{name}', search_space.{pname}: type '{ptype}' unknown; "
+                "use float, int or categorical."
+            )
+        if ptype == "categorical" and not p.get("choices"):
+            raise PulseError(f"model '{name}', search_space.{pname}: categorical needs choices.")
+        if ptype != "categorical" and (p.get("low") is None or p.get("high") is None):
+            raise PulseError(f"model '{name}', search_space.{pname}: needs low and high.")
+        params.append(
+            ParamSpec(
+                name=str(pname),
+                type=ptype,
+                low=p.get("low"),
+                high=p.get("high"),
+                log=bool(p.get("log", False)),
+                step=p.get("step"),
+                choices=tuple(p.get("choices") or ()),
+            )
+        )
+    return ModelSpec(
+        name=name, estimator=est, scale=bool(node.get("scale", False)), search_space=tuple(params)
+    )
+
+
+def suggest(trial, space: tuple[ParamSpec, ...]) -> dict[str, Any]:
+    """Sample one value per hyper-parameter from an Optuna trial."""
+    out: dict[str, Any] = {}
+    for p in space:
+        if p.type == "float":
+            kw = {"log": p.log} if p.step is None else {"step": float(p.step)}
+            out[p.name] = trial.suggest_float(p.name, float(p.low), float(p.high), **kw)
+        elif p.type == "int":
+            out[p.name] = trial.suggest_int(
+                p.name, int(p.low), int(p.high), log=p.log, step=int(p.step or 1)
+            )
+        else:
+            out[p.name] = trial.suggest_categorical(p.name, list(p.choices))
+    return out
+
+
+def build_pipeline(
+    spec: ModelSpec, features: FeatureSet, params: Mapping[str, Any] | None = None
+) -> Pipeline:
+    """Instantiate preprocessing + estimator with ``params`` overriding the configured defaults."""
+    from hydra.utils import instantiate
+
+    kwargs = {**spec.estimator, **dict(params or {})}
+    try:
+        estimator = instantiate(kwargs, _convert_="all")
+    except Exception as exc:  # noqa: BLE001 - surface config errors to the user
+        raise PulseError(
+            f"model '{spec.name}': cannot build the estimator "
+            f"{spec.estimator.get('_target_')}: {exc}"
+        ) from None
+    steps = [("features", make_preprocessor(features))]
+    if spec.scale:
+        steps.append(("scale", StandardScaler(with_mean=True)))
+    steps.append(("model", estimator))
+    return Pipeline(steps)
