@@ -127,3 +127,9 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         sys.exit(130)
+    except Exception as exc:  # noqa: BLE001 - last resort: one line, not a traceback
+        if os.environ.get("PULSE_DEBUG"):
+            raise
+        print(f"error: pulse-ml {verb} failed unexpectedly: {type(exc).__name__}: {exc}\n"
+              "  Set PULSE_DEBUG=1 to see the traceback, and please report it.", file=sys.stderr)
+        sys.exit(1)

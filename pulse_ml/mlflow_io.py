@@ -100,7 +100,7 @@ def promote_by_hand(version: str) -> Promotion:
     try:
         c.get_model_version(REGISTERED_MODEL, str(version))
     except MlflowException:
-        versions = [v.version for v in c.search_model_versions(f"name='{REGISTERED_MODEL}'")]
+        versions = [str(v.version) for v in c.search_model_versions(f"name='{REGISTERED_MODEL}'")]
         raise PulseError(f"model '{REGISTERED_MODEL}' has no version {version} (versions: "
                          f"{', '.join(sorted(versions, key=int)) or 'none'}).") from None
     current = champion_version()

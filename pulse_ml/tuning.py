@@ -131,7 +131,7 @@ def _worker(settings: TuningSettings, study_name: str, worker: int, objective: C
             n_trials: int) -> None:
     import optuna
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
     study = open_study(settings, study_name, worker)
     study.optimize(objective, n_trials=n_trials, timeout=settings.timeout_s)
 
@@ -152,7 +152,7 @@ def run_study(settings: TuningSettings, study_name: str, objective: CVObjective,
         raise PulseError("tuning.workers > 1 needs a shared study: set tuning.storage to a "
                          "journal file (e.g. tuning.storage=mlruns/optuna.journal) or a "
                          "database URL.")
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
     study = open_study(settings, study_name, 0)
     start = len(study.trials)
     n_trials = settings.n_trials if objective.spec.search_space else min(settings.n_trials, 1)

@@ -1,0 +1,100 @@
+"""Compare every tuned model family and LLM-judge baseline logged in experiment pulse-train.
+
+Prints a table in the style of the paper's Table 2 (out-of-fold MSE / MAE / Pearson r, each
+± its std over the CV folds, trials, tuning time) and writes it as Markdown, CSV and a bar chart
+of r with error bars to ``output``.
+
+Example:
+    pulse-ml train -m model=ordinal_logit,random_forest,hist_gb,lightgbm && pulse-ml compare
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from pulse_ml.errors import PulseError
+from pulse_ml.report import markdown_table, text_table
+
+_COLS = ["name", "kind", "features", "mse", "mse_std", "mae", "mae_std", "r", "r_std",
+         "trials", "time_s", "version", "run_id"]
+
+
+def comparison_frame(runs: pd.DataFrame, latest_only: bool = True) -> pd.DataFrame:
+    """Turn ``mlflow.search_runs`` output into the comparison table (pure)."""
+    def col(name):
+        return runs[name] if name in runs else pd.Series([None] * len(runs), index=runs.index)
+
+    kind = col("tags.kind")
+    name = col("tags.family").where(kind == "family", col("tags.judge"))
+    out = pd.DataFrame({
+        "name": name, "kind": kind.map({"family": "model", "llm_judge": "llm judge"}),
+        "features": col("tags.feature_set").fillna("raw conversation"),
+        "mse": col("metrics.cv_mse"), "mse_std": col("metrics.cv_mse_std"),
+        "mae": col("metrics.cv_mae"), "mae_std": col("metrics.cv_mae_std"),
+        "r": col("metrics.cv_pearson"), "r_std": col("metrics.cv_pearson_std"),
+        "trials": col("metrics.n_trials").astype("Int64"), "time_s": col("metrics.tuning_time_s"),
+        "version": col("tags.registered_version").fillna("-"),
+        "run_id": runs["run_id"], "start": runs["start_time"],
+        "data": col("tags.data_fingerprint").fillna(""),
+    })
+    out = out.sort_values("start", ascending=False)
+    if latest_only:
+        out = out.drop_duplicates(["name", "kind", "features", "data"])
+    out = out.sort_values(["kind", "mse"], ascending=[False, True])
+    return out[_COLS].reset_index(drop=True)
+
+
+def plot(frame: pd.DataFrame, path: Path) -> None:
+    """Bar chart of out-of-fold Pearson r (± std over folds) per family / judge."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [f"{n}\n({f})" if k == "model" else f"{n}\n(judge)"
+              for n, f, k in zip(frame["name"], frame["features"], frame["kind"], strict=True)]
+    colors = ["#1f77b4" if k == "model" else "#ff7f0e" for k in frame["kind"]]
+    fig, ax = plt.subplots(figsize=(max(5, 1.2 * len(frame)), 3.5))
+    ax.bar(range(len(frame)), frame["r"].astype(float), yerr=frame["r_std"].astype(float),
+           color=colors, capsize=4)
+    ax.set_xticks(range(len(frame)), labels, fontsize=8)
+    ax.set_ylabel("out-of-fold Pearson r")
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_title("Satisfaction predictors (blue: trained models, orange: LLM judges)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def run(cfg) -> pd.DataFrame:
+    """Entry point of ``pulse-ml compare``."""
+    import mlflow
+
+    from pulse_ml import tracking
+
+    exp_id = tracking.setup(tracking.TRAIN_EXPERIMENT)
+    found = [mlflow.search_runs([exp_id], filter_string=f"tags.kind = '{kind}' and "
+                                "attributes.status = 'FINISHED'", output_format="pandas")
+             for kind in ("family", "llm_judge")]
+    found = [f for f in found if len(f)]
+    runs = pd.concat(found, ignore_index=True) if found else pd.DataFrame()
+    if cfg.get("data_fingerprint") and len(runs):
+        runs = runs[runs["tags.data_fingerprint"].astype(str).str.startswith(
+            str(cfg.data_fingerprint))]
+    if runs.empty:
+        raise PulseError(f"no finished model-family or LLM-judge runs in experiment "
+                         f"'{tracking.TRAIN_EXPERIMENT}' at {tracking.tracking_uri()}. Run "
+                         "`pulse-ml train` (or `pulse-ml judge`) first.")
+    table = comparison_frame(runs, bool(cfg.latest_only))
+    out = Path(cfg.output)
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "comparison.csv", index=False)
+    (out / "comparison.md").write_text(markdown_table(table.drop(columns=["run_id"])) + "\n")
+    plot(table, out / "comparison.png")
+    shown = table.drop(columns=["run_id"])
+    print(text_table(shown))
+    print(f"\nwritten: {out / 'comparison.md'}, {out / 'comparison.csv'}, "
+          f"{out / 'comparison.png'}")
+    return table

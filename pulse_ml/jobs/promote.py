@@ -1,0 +1,22 @@
+"""Move the ``champion`` alias of ``pulse-satisfaction`` to a model version by hand.
+
+The decision is logged as a tag on the version (``promotion=promoted by hand``).
+
+Example:
+    pulse-ml promote version=3
+"""
+
+from __future__ import annotations
+
+from pulse_ml.config import require
+
+
+def run(cfg) -> None:
+    """Entry point of ``pulse-ml promote``."""
+    from pulse_ml import mlflow_io, tracking
+
+    version = str(require(cfg, "version", "promote"))
+    tracking.setup(tracking.TRAIN_EXPERIMENT)
+    result = mlflow_io.promote_by_hand(version)
+    print(f"champion -> version {version} of {tracking.REGISTERED_MODEL} "
+          f"(was {result.champion_version or 'none'})")

@@ -1,0 +1,36 @@
+"""Pure statistics: PPI/PPI++ means, arm comparisons, permutation test, label planner, features.
+
+Nothing here reads files, configs or MLflow; every function takes arrays/DataFrames and returns
+numbers or frozen dataclasses.
+"""
+
+from pulse_ml.stats.compare import ArmComparison, Estimate, compare_arms, theoretical_width_ratio
+from pulse_ml.stats.features import compare_features, labeled_shift
+from pulse_ml.stats.permutation import permutation_pvalue
+from pulse_ml.stats.power import LabelPlan, labels_needed
+from pulse_ml.stats.ppi import (
+    PPIMean,
+    classical_mean_ci,
+    ppi_mean,
+    ppi_mean_ci,
+    ppi_mean_pointestimate,
+    ppi_power_tuned_lambda,
+)
+
+__all__ = [
+    "ArmComparison",
+    "Estimate",
+    "LabelPlan",
+    "PPIMean",
+    "classical_mean_ci",
+    "compare_arms",
+    "compare_features",
+    "labeled_shift",
+    "labels_needed",
+    "permutation_pvalue",
+    "ppi_mean",
+    "ppi_mean_ci",
+    "ppi_mean_pointestimate",
+    "ppi_power_tuned_lambda",
+    "theoretical_width_ratio",
+]

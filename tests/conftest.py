@@ -1,0 +1,73 @@
+"""Shared fixtures: a real MLflow sqlite store per test (copied from a template) and demo data."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+
+
+@pytest.fixture(scope="session")
+def mlflow_template(tmp_path_factory) -> Path:
+    """An MLflow sqlite DB with the schema created once (migrations take seconds)."""
+    import mlflow
+
+    path = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{path}",
+                                 registry_uri=f"sqlite:///{path}")
+    client.search_experiments()
+    client.search_registered_models()
+    return path
+
+
+@pytest.fixture
+def pulse_home(tmp_path, monkeypatch, mlflow_template) -> Path:
+    """A fresh project root with its own MLflow store (real sqlite, copied from the template)."""
+    home = tmp_path / "home"
+    (home / "mlruns").mkdir(parents=True)
+    shutil.copy(mlflow_template, home / "mlruns" / "mlflow.db")
+    monkeypatch.setenv("PULSE_HOME", str(home))
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{home / 'mlruns' / 'mlflow.db'}")
+    monkeypatch.delenv("PULSE_ARTIFACT_ROOT", raising=False)
+    return home
+
+
+@pytest.fixture(scope="session")
+def small_demo(tmp_path_factory) -> Path:
+    """A small simulated session table (2 case studies, 600 labeled) written once per run."""
+    from pulse_ml.simulate.generator import CaseStudySpec, SimulateSettings, simulate
+
+    settings = SimulateSettings(
+        seed=7, n_labeled=600, unlabeled_ratio=4.0, labeled_per_arm=80, min_labeled_per_arm=40,
+        mc_sessions=20_000, signal=2.0,
+        case_studies=(CaseStudySpec("plan", "no-plan", "show-plan", 0.031),
+                      CaseStudySpec("claude4_vs_gpt5", "claude-4-sonnet", "gpt-5", -0.069)))
+    result = simulate(settings)
+    out = tmp_path_factory.mktemp("demo") / "sessions.parquet"
+    result.sessions.to_parquet(out, index=False)
+    return out
+
+
+def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None,
+            timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run ``python -m pulse_ml <args>`` in a subprocess and capture its output."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "pulse_ml", *args], capture_output=True,
+                          text=True, env=full_env, cwd=cwd, timeout=timeout)
+
+
+@pytest.fixture
+def cli():
+    """The ``pulse-ml`` command as a subprocess: ``cli("train", "model=mean")``."""
+    return run_cli

@@ -1,0 +1,152 @@
+"""Training against a real MLflow sqlite store and real Optuna studies."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import mlflow
+import pytest
+
+from pulse_ml import mlflow_io, tracking
+from pulse_ml.config import compose
+from pulse_ml.errors import PulseError
+from pulse_ml.jobs import train
+
+FAST = ["tuning.n_trials=3", "progress=false"]
+
+
+def _train(small_demo, *overrides):
+    return train.run(compose("train", [f"data.path={small_demo}", *FAST, *overrides]))
+
+
+def test_should_promote_rules():
+    assert mlflow_io.should_promote("cv_mse", 1.0, "a", None, None)[0]
+    assert mlflow_io.should_promote("cv_mse", 1.0, "a", 1.2, "a")[0]
+    assert not mlflow_io.should_promote("cv_mse", 1.3, "a", 1.2, "a")[0]
+    assert not mlflow_io.should_promote("cv_mse", 1.2, "a", 1.2, "a")[0]
+    assert mlflow_io.should_promote("cv_pearson", 0.3, "a", 0.2, "a")[0]
+    ok, why = mlflow_io.should_promote("cv_mse", 0.1, "b", 1.2, "a")
+    assert not ok and "other data" in why
+
+
+def test_register_promote_and_load_in_fresh_process(small_demo, pulse_home):
+    first = _train(small_demo, "model=lightgbm")
+    assert first.version == "1" and first.promoted
+    client = mlflow.MlflowClient()
+    mv = client.get_model_version_by_alias(tracking.REGISTERED_MODEL, tracking.CHAMPION)
+    assert str(mv.version) == "1"
+    assert mv.tags["family"] == "lightgbm" and mv.tags["feature_set"] == "all"
+    assert mv.tags["data_fingerprint"] == first.data_fingerprint
+    assert float(mv.tags["cv_mse"]) == pytest.approx(first.metrics.mse, abs=1e-6)
+    run = client.get_run(first.run_id)
+    assert run.data.tags["kind"] == "family" and run.info.status == "FINISHED"
+    assert {"cv_mse", "cv_mae", "cv_pearson", "cv_spearman", "cv_mse_std"} <= set(
+        run.data.metrics)
+    assert len(client.get_metric_history(first.run_id, "fold_mse")) == 5
+    children = mlflow.search_runs([run.info.experiment_id],
+                                  filter_string=f"tags.mlflow.parentRunId = '{first.run_id}'")
+    assert len(children) == 3
+    arts = {a.path for a in client.list_artifacts(first.run_id)}
+    assert {"config.yaml", "oof_predictions.csv"} <= arts
+
+    code = textwrap.dedent(f"""
+        import json, mlflow, pandas as pd
+        m = mlflow.pyfunc.load_model("models:/pulse-satisfaction@champion")
+        frame = pd.read_parquet({str(small_demo)!r})
+        pred = m.predict(frame)
+        oof = m.unwrap_python_model().ensemble.oof
+        print(json.dumps({{"n": len(pred), "min": float(min(pred)), "max": float(max(pred)),
+                           "oof": len(oof)}}))
+    """)
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    frame_len = len(__import__("pandas").read_parquet(small_demo))
+    assert got["n"] == frame_len and 1.0 <= got["min"] <= got["max"] <= 5.0
+    assert got["oof"] == int((__import__("pandas").read_parquet(small_demo)["rating"].notna()).sum())
+
+
+def test_worse_model_keeps_champion_and_promote_moves_it(small_demo, pulse_home, cli):
+    good = _train(small_demo, "model=hist_gb")
+    worse = _train(small_demo, "model=mean")
+    assert good.promoted and not worse.promoted
+    assert "does not beat" in worse.promotion_reason
+    client = mlflow.MlflowClient()
+    assert str(client.get_model_version_by_alias("pulse-satisfaction", "champion").version) == "1"
+    assert client.get_model_version("pulse-satisfaction", "2").tags["promotion"] == "kept"
+    res = cli("promote", "version=2")
+    assert res.returncode == 0, res.stderr
+    assert str(client.get_model_version_by_alias("pulse-satisfaction", "champion").version) == "2"
+    bad = cli("promote", "version=9")
+    assert bad.returncode == 2 and "no version 9" in bad.stderr
+    assert "Traceback" not in bad.stderr
+    assert str(client.get_model_version_by_alias("pulse-satisfaction", "champion").version) == "2"
+
+
+def test_same_seed_same_metrics_and_params(small_demo, pulse_home):
+    a = _train(small_demo, "model=lightgbm", "tuning.n_trials=4")
+    b = _train(small_demo, "model=lightgbm", "tuning.n_trials=4")
+    assert a.best_params == b.best_params
+    assert a.metrics == b.metrics
+    c = _train(small_demo, "model=lightgbm", "tuning.n_trials=4", "seed=3")
+    assert c.best_params != a.best_params
+
+
+def test_two_workers_share_a_journal_study_and_resume(small_demo, pulse_home, tmp_path):
+    journal = tmp_path / "study.journal"
+    first = _train(small_demo, "model=ordinal_logit", "tuning.n_trials=6", "tuning.workers=2",
+                   f"tuning.storage={journal}", "register=false")
+    assert first.n_trials == 6
+    second = _train(small_demo, "model=ordinal_logit", "tuning.n_trials=2",
+                    f"tuning.storage={journal}", "register=false")
+    assert second.n_trials == 8  # resumed: the study now holds both invocations' trials
+    import optuna
+
+    from pulse_ml.tuning import _storage
+
+    names = optuna.get_all_study_names(_storage(str(journal)))
+    assert len(names) == 1
+
+
+def test_workers_without_storage_is_a_clear_error(small_demo, pulse_home):
+    with pytest.raises(PulseError, match="tuning.storage"):
+        _train(small_demo, "model=mean", "tuning.workers=2")
+
+
+def test_failing_family_marks_run_failed_and_keeps_champion(small_demo, pulse_home, tmp_path,
+                                                          cli):
+    ok = _train(small_demo, "model=mean")
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(textwrap.dedent("""
+        name: broken
+        estimator:
+          _target_: sklearn.ensemble.RandomForestRegressor
+          max_features: not-a-valid-value
+        search_space: {}
+    """))
+    res = cli("train", f"data.path={small_demo}", f"model={broken}", *FAST)
+    assert res.returncode == 2, res.stderr
+    assert "training model 'broken' failed" in res.stderr and "Traceback" not in res.stderr
+    client = mlflow.MlflowClient()
+    exp = client.get_experiment_by_name("pulse-train")
+    runs = mlflow.search_runs([exp.experiment_id], filter_string="tags.family = 'broken'")
+    assert list(runs["status"]) == ["FAILED"]
+    mv = client.get_model_version_by_alias("pulse-satisfaction", "champion")
+    assert str(mv.version) == ok.version
+    assert len(client.search_model_versions("name='pulse-satisfaction'")) == 1
+    assert client.get_run(ok.run_id).info.status == "FINISHED"
+
+
+def test_compare_lists_families(small_demo, pulse_home, cli):
+    _train(small_demo, "model=mean")
+    _train(small_demo, "model=lightgbm")
+    res = cli("compare")
+    assert res.returncode == 0, res.stderr
+    assert "lightgbm" in res.stdout and "mean" in res.stdout
+    assert (pulse_home / "results" / "compare" / "comparison.md").is_file()
+    assert (pulse_home / "results" / "compare" / "comparison.png").stat().st_size > 1000
