@@ -1,0 +1,167 @@
+"""Write a demo session table calibrated to the PULSE paper, with its ground truth.
+
+Sessions (about 21 x n_labeled) belong to users, carry the 15 features with the paper's
+prevalences, and 1-3 star ratings on ~1/21 of them (rated sessions have more user messages). Four
+case studies (conf/case_study/) get control/treatment arms with the configured true effects, partly
+through the features (shifts of the paper's Tables 6-9) and partly direct.
+
+Writes to `out`:
+  sessions.parquet    the session table (same seed -> same bytes)
+  ground_truth.json   true effect per case study, Bayes-optimal rho, settings, paper figures
+  ratings.csv         segment ratings of the labeled sessions (session_id, segment, rating)
+  events/<id>.json    OpenHands V0-style event streams (only with events=true; events_limit=N)
+
+Then prints a calibration table: this data vs the paper.
+
+Examples:
+  pulse-ml simulate
+  pulse-ml simulate out=/tmp/demo seed=3 signal=2 events=true events_limit=500
+  pulse-ml simulate effects.plan=0.1 n_labeled=3000
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict
+from typing import TYPE_CHECKING
+
+from pulse_ml.errors import PulseError
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
+
+    from pulse_ml.simulate.generator import GroundTruth, SimulateSettings
+
+
+def settings_from_cfg(cfg: DictConfig) -> SimulateSettings:
+    """Turn the composed config into frozen ``SimulateSettings`` (the only place reading cfg)."""
+    from omegaconf import OmegaConf
+
+    from pulse_ml.paths import conf_dir
+    from pulse_ml.simulate.generator import CaseStudySpec, SimulateSettings
+
+    specs = []
+    for name, effect in (cfg.get("effects") or {}).items():
+        path = conf_dir() / "case_study" / f"{name}.yaml"
+        if not path.is_file():
+            known = sorted(p.stem for p in (conf_dir() / "case_study").glob("*.yaml"))
+            raise PulseError(f"pulse-ml simulate: effects.{name}: no case study {path}. "
+                             f"Known: {', '.join(known)}; remove the key or add the YAML file.")
+        case = OmegaConf.load(path)
+        try:
+            value = float(effect)
+        except (TypeError, ValueError):
+            raise PulseError(f"pulse-ml simulate: effects.{name}={effect!r} is not a number "
+                             f"(rating units, e.g. 0.05).") from None
+        specs.append(CaseStudySpec(str(case.get("name", name)), str(case.control),
+                                   str(case.treatment), value))
+    users = cfg.get("users") or {}
+    try:
+        return SimulateSettings(
+            seed=int(cfg.seed), n_labeled=int(cfg.n_labeled),
+            unlabeled_ratio=float(cfg.unlabeled_ratio), signal=float(cfg.signal),
+            mean_rating=float(cfg.mean_rating), case_studies=tuple(specs),
+            labeled_per_arm=int(cfg.labeled_per_arm),
+            min_labeled_per_arm=int(cfg.min_labeled_per_arm),
+            default_condition=str(cfg.default_condition),
+            extra_sessions_mean=float(users.get("extra_sessions_mean", 1.4)),
+            extra_sessions_dispersion=float(users.get("extra_sessions_dispersion", 0.25)),
+            rater_sd=float(users.get("rater_sd", 1.0)),
+            label_message_elasticity=float(cfg.label_message_elasticity),
+            feature_shift_scale=float(cfg.feature_shift_scale),
+            mc_sessions=int(cfg.mc_sessions),
+        )
+    except (TypeError, ValueError) as exc:
+        raise PulseError(f"pulse-ml simulate: a setting is not a number: {exc}") from None
+
+
+def _rows(figures: dict, truth: GroundTruth, reference: dict) -> list[tuple[str, str, str]]:
+    ranges = reference["prevalence_ranges"]
+    rows = [
+        ("mean rating (labeled)", f"{figures['mean_rating']:.3f}", "4.07"),
+        ("labeled sessions", f"{figures['n_labeled']:.0f}", "1747"),
+        ("unlabeled / labeled", f"{figures['unlabeled_per_labeled']:.1f}", "~20"),
+        ("median user messages", f"{figures['median_user_messages']:.0f}", "10"),
+        ("rank-biserial messages, labeled vs not",
+         f"{figures['rank_biserial_messages']:.3f}", "0.32"),
+        ("users / raters", f"{figures['n_users']:.0f} / {figures['n_raters']:.0f}",
+         "15k / ~1k"),
+        ("share of users with >1 session", f"{figures['share_users_multiple_sessions']:.3f}",
+         "-"),
+        ("share of raters with >1 rated session",
+         f"{figures['share_raters_multiple_sessions']:.3f}", "0.1275"),
+    ]
+    for key, value in figures.items():
+        if key.startswith("labeled["):
+            rows.append((f"labeled {key[8:-1]}", f"{value:.0f}", ">= 150"))
+    for name, eff in truth.effects.items():
+        paper = reference["table5_augmented"].get(name)
+        rows.append((f"true effect {name}", f"{eff['effect']:+.3f} (mediated "
+                     f"{eff['mediated']:+.3f})", "-" if paper is None else f"{paper:+.3f}"))
+    rows.append(("Bayes rho E[rating|features,arm]",
+                 f"{truth.bayes_rho:.3f} +- {truth.bayes_rho_se:.3f}", "best model r 0.29"))
+    for col in ("git_push", "git_commit", "git_pull", "git_reset", "git_rebase"):
+        lo, hi = ranges[col]
+        rows.append((f"prevalence {col}", f"{figures[col]:.3f}", f"{lo:.3f}-{hi:.3f}"))
+    flags = [figures[k] for k in ("misunderstood_intention", "did_not_follow_instruction",
+                                  "insufficient_analysis", "insufficient_testing",
+                                  "insufficient_debugging", "incomplete_implementation",
+                                  "scope_creep")]
+    lo, hi = ranges["failure_flags"]
+    rows.append(("prevalence failure flags (min-max)", f"{min(flags):.3f}-{max(flags):.3f}",
+                 f"{lo:.3f}-{hi:.3f}"))
+    return rows
+
+
+def format_table(rows: list[tuple[str, str, str]]) -> str:
+    """Render ``figure | this data | paper`` rows as an aligned text table."""
+    header = ("figure", "this data", "paper")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(3)]
+    line = "  ".join("-" * w for w in widths)
+    out = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)), line]
+    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return "\n".join(out)
+
+
+def run(cfg: DictConfig) -> None:
+    """Generate the demo data, write it to ``cfg.out`` and print the calibration table."""
+    from pulse_ml.paths import resolve
+    from pulse_ml.simulate.events import write_events
+    from pulse_ml.simulate.generator import reference, simulate
+    from pulse_ml.simulate.summary import calibration_figures
+
+    settings = settings_from_cfg(cfg)
+    out = resolve(str(cfg.out))
+    events = bool(cfg.get("events", False))
+    limit = cfg.get("events_limit")
+    if limit is not None and (not str(limit).isdigit()):
+        raise PulseError(f"pulse-ml simulate: events_limit={limit!r} must be a whole number "
+                         f">= 0 or null (all sessions).")
+    start = time.perf_counter()
+    result = simulate(settings)
+    elapsed = time.perf_counter() - start
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PulseError(f"pulse-ml simulate: out={out}: cannot create the directory ({exc}). "
+                         f"Pass a writable path, e.g. out=/tmp/demo.") from None
+    figures = calibration_figures(result.sessions)
+    ref = reference()
+    paths = {"sessions": out / "sessions.parquet", "ground_truth": out / "ground_truth.json",
+             "ratings": out / "ratings.csv"}
+    result.sessions.to_parquet(paths["sessions"], index=False)
+    result.segment_ratings.to_csv(paths["ratings"], index=False)
+    truth = asdict(result.ground_truth)
+    truth.update(seed=settings.seed, settings=asdict(settings), data=figures, paper=ref)
+    paths["ground_truth"].write_text(json.dumps(truth, indent=2) + "\n", encoding="utf-8")
+    n_events = 0
+    if events:
+        n_events = write_events(result.sessions, out / "events", settings.seed,
+                                None if limit is None else int(limit))
+        paths["events"] = out / "events"
+    print(format_table(_rows(figures, result.ground_truth, ref)))
+    print(f"\n{len(result.sessions)} sessions generated in {elapsed:.1f} s.")
+    for key, path in paths.items():
+        suffix = f" ({n_events} files)" if key == "events" else ""
+        print(f"{key:13s} {path}{suffix}")

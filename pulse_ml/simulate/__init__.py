@@ -1,0 +1,1 @@
+"""Calibrated demo data: a session table, its ground truth and optional OpenHands event streams."""

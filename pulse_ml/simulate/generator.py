@@ -1,0 +1,392 @@
+"""Pure demo-data generator: ``SimulateSettings`` in, session table + ground truth out.
+
+Population: ``n_labeled * (1 + unlabeled_ratio)`` sessions. Each case study gets two arms of
+``labeled_per_arm * (1 + unlabeled_ratio)`` sessions (control: default features; treatment: the
+feature shifts of the paper's Tables 6-9 plus a direct effect calibrated so the population effect
+equals the configured one); the rest are ``default`` sessions in no case study. Sessions belong to
+users (1 + negative-binomial sessions per user) with a user effect on the rating and a user
+propensity to rate. Exactly ``labeled_per_arm`` sessions per arm (and the remainder of
+``n_labeled`` among default sessions) are labeled, drawn with probability proportional to
+``user_message_count ** label_message_elasticity * exp(rater effect)`` (Gumbel top-k), so rated
+sessions have more user messages, as in the paper.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import brentq
+
+from pulse_ml.errors import PulseError
+from pulse_ml.simulate import model
+from pulse_ml.simulate.paper import FLAG_COLUMNS, GIT_COLUMNS, REFERENCE, paper_shifts
+
+FEATURE_COLUMNS: tuple[str, ...] = (
+    ("user_sentiment", "user_message_count", "task_category") + FLAG_COLUMNS + GIT_COLUMNS
+)
+ID_COLUMNS: tuple[str, ...] = ("session_id", "user_id", "case_study", "condition", "rating",
+                               "n_ratings")
+MAX_SEGMENTS = 3
+
+
+@dataclass(frozen=True)
+class CaseStudySpec:
+    """One simulated A/B test.
+
+    Attributes:
+        name: Case-study name (the ``case_study`` column).
+        control: Control condition value.
+        treatment: Treatment condition value.
+        effect: True population effect (treatment minus control mean rating).
+    """
+
+    name: str
+    control: str
+    treatment: str
+    effect: float
+
+
+@dataclass(frozen=True)
+class SimulateSettings:
+    """Everything the generator needs (built once from ``conf/simulate.yaml``)."""
+
+    seed: int = 0
+    n_labeled: int = 1747
+    unlabeled_ratio: float = 20.0
+    signal: float = 1.0
+    mean_rating: float = 4.07
+    case_studies: tuple[CaseStudySpec, ...] = ()
+    labeled_per_arm: int = 175
+    min_labeled_per_arm: int = 150
+    default_condition: str = "default"
+    extra_sessions_mean: float = 1.4
+    extra_sessions_dispersion: float = 0.25
+    rater_sd: float = 1.0
+    label_message_elasticity: float = 0.7
+    feature_shift_scale: float = 1.0
+    mc_sessions: int = 400_000
+
+
+@dataclass(frozen=True)
+class GroundTruth:
+    """What the simulator knows and an estimator should recover.
+
+    Attributes:
+        effects: Case-study name -> {control, treatment, target, effect (Monte Carlo), mc_se,
+            mediated (through the features), direct_latent (latent-scale shift)}.
+        bayes_rho: Pearson r of ``E[rating | features, arm]`` with the rating (labeled sessions).
+        bayes_rho_se: Its Monte Carlo standard error.
+        intercept: Latent intercept giving the configured mean rating.
+        mc_sessions: Monte Carlo sample sizes used.
+    """
+
+    effects: dict[str, dict[str, float | str]]
+    bayes_rho: float
+    bayes_rho_se: float
+    intercept: float
+    mc_sessions: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SimulationResult:
+    """Generator output: the session table, the long segment ratings and the ground truth."""
+
+    sessions: pd.DataFrame
+    segment_ratings: pd.DataFrame
+    ground_truth: GroundTruth
+
+
+@dataclass(frozen=True)
+class _Arm:
+    case_study: str
+    condition: str
+    shift: model.ArmShift
+    direct: float
+    quota: int
+
+
+def validate(settings: SimulateSettings) -> None:
+    """Raise ``PulseError`` naming the config key when the settings cannot work."""
+    s = settings
+    problems = []
+    if s.n_labeled < 1:
+        problems.append(f"n_labeled={s.n_labeled}: must be >= 1")
+    if s.unlabeled_ratio < 0:
+        problems.append(f"unlabeled_ratio={s.unlabeled_ratio}: must be >= 0")
+    if s.signal < 0:
+        problems.append(f"signal={s.signal}: must be >= 0 (1.0 = paper-like)")
+    if not 1.0 < s.mean_rating < 5.0:
+        problems.append(f"mean_rating={s.mean_rating}: must be strictly between 1 and 5")
+    if s.labeled_per_arm < s.min_labeled_per_arm:
+        problems.append(f"labeled_per_arm={s.labeled_per_arm} is below min_labeled_per_arm="
+                        f"{s.min_labeled_per_arm}: raise labeled_per_arm or lower the minimum")
+    need = 2 * len(s.case_studies) * s.labeled_per_arm
+    if need > s.n_labeled:
+        problems.append(f"n_labeled={s.n_labeled} < {need} = 2 arms x {len(s.case_studies)} case "
+                        f"studies x labeled_per_arm={s.labeled_per_arm}: raise n_labeled or lower "
+                        f"labeled_per_arm")
+    if s.mc_sessions < 10_000:
+        problems.append(f"mc_sessions={s.mc_sessions}: must be >= 10000")
+    names = [c.name for c in s.case_studies]
+    if len(set(names)) != len(names):
+        problems.append(f"effects: duplicate case study in {names}")
+    if problems:
+        raise PulseError("pulse-ml simulate: bad settings\n" + "\n".join(f"  - {p}"
+                                                                          for p in problems))
+
+
+def _treatment_shift(spec: CaseStudySpec, scale: float) -> model.ArmShift:
+    found = paper_shifts(spec.name)
+    if found is None:
+        return model.ArmShift()
+    flags, messages = found
+    return model.shift_from_means(flags, messages, scale)
+
+
+def _mu(features: dict[str, np.ndarray], settings: SimulateSettings, intercept: float,
+        direct: float | np.ndarray) -> np.ndarray:
+    score = model.feature_score(features)
+    return intercept + settings.signal * model.BASE_SCALE * score + direct
+
+
+def _solve_shift(mu: np.ndarray, target_mean: float) -> float:
+    """The latent shift ``d`` with ``mean(E[stars | mu + d]) = target_mean``."""
+    return float(brentq(lambda d: model.expected_stars(mu + d).mean() - target_mean, -6.0, 6.0,
+                        xtol=1e-9))
+
+
+def _calibrate(settings: SimulateSettings, seed: np.random.SeedSequence,
+               n_per_arm: int) -> tuple[float, dict[str, float], dict[str, float]]:
+    """Intercept (labeled mean = ``mean_rating``) and direct effects (population effect = target).
+
+    Returns:
+        ``(intercept, direct latent shift per case study, feature-mediated effect per case study)``.
+    """
+    arms: list[tuple[dict[str, np.ndarray], float, str | None]] = []  # features, weight, cs
+    default_features = model.draw_features(np.random.default_rng(seed), n_per_arm,
+                                            model.ArmShift())
+    n_cs_labeled = 2 * len(settings.case_studies) * settings.labeled_per_arm
+    arms.append((default_features, settings.n_labeled - n_cs_labeled, None))
+    for spec in settings.case_studies:  # common random numbers: same seed for both arms
+        arms.append((default_features, settings.labeled_per_arm, None))
+        treated = model.draw_features(np.random.default_rng(seed), n_per_arm,
+                                      _treatment_shift(spec, settings.feature_shift_scale))
+        arms.append((treated, settings.labeled_per_arm, spec.name))
+    scores = [settings.signal * model.BASE_SCALE * model.feature_score(f) for f, _, _ in arms]
+    # Which calibration sessions would be labeled: the same Gumbel top-k rule as the population
+    # (a user's rater effect is, marginally, one normal draw per session).
+    noise_rng = np.random.default_rng(seed.spawn(1)[0])
+    keys = [settings.label_message_elasticity * np.log(f["user_message_count"])
+            + noise_rng.normal(0.0, settings.rater_sd, n_per_arm) + noise_rng.gumbel(size=n_per_arm)
+            for f, _, _ in arms]
+    share = 1.0 / (1.0 + settings.unlabeled_ratio)
+    label_w = [(k >= np.quantile(k, 1.0 - share)).astype(float) for k in keys]
+    direct = {spec.name: 0.0 for spec in settings.case_studies}
+    targets = {spec.name: spec.effect for spec in settings.case_studies}
+
+    def labeled_mean(intercept: float) -> float:
+        total = 0.0
+        for (_, weight, cs), score, w in zip(arms, scores, label_w, strict=True):
+            mu = intercept + score + (direct[cs] if cs else 0.0)
+            total += weight * np.average(model.expected_stars(mu), weights=w)
+        return total / settings.n_labeled
+
+    intercept = 0.0
+    mediated: dict[str, float] = {}
+    for _ in range(2):  # alternate: the intercept moves the direct effects and vice versa
+        intercept = brentq(lambda a: labeled_mean(a) - settings.mean_rating, -8.0, 8.0,
+                           xtol=1e-7)
+        base = model.expected_stars(intercept + scores[0]).mean()
+        for k, spec in enumerate(settings.case_studies):
+            score_t = scores[2 + 2 * k]
+            mediated[spec.name] = model.expected_stars(intercept + score_t).mean() - base
+            direct[spec.name] = _solve_shift(intercept + score_t, base + targets[spec.name])
+    return float(intercept), direct, {k: float(v) for k, v in mediated.items()}
+
+
+def _arms(settings: SimulateSettings, direct: dict[str, float], n_labeled: int,
+          per_arm: int) -> list[_Arm]:
+    arms = [_Arm("", settings.default_condition, model.ArmShift(), 0.0,
+                 n_labeled - 2 * len(settings.case_studies) * per_arm)]
+    for spec in settings.case_studies:
+        arms.append(_Arm(spec.name, spec.control, model.ArmShift(), 0.0, per_arm))
+        arms.append(_Arm(spec.name, spec.treatment,
+                         _treatment_shift(spec, settings.feature_shift_scale),
+                         direct[spec.name], per_arm))
+    return arms
+
+
+def _users(rng: np.random.Generator, n: int, settings: SimulateSettings) -> np.ndarray:
+    """User index per session (numbered by first appearance)."""
+    r, mean = settings.extra_sessions_dispersion, settings.extra_sessions_mean
+    counts = np.empty(0, dtype=np.int64)
+    while counts.sum() < n:
+        more = 1 + rng.negative_binomial(r, r / (r + mean), size=n // 2 + 10)
+        counts = np.concatenate([counts, more])
+    cum = np.cumsum(counts)
+    n_users = int(np.searchsorted(cum, n) + 1)
+    counts = counts[:n_users].copy()
+    counts[-1] -= cum[n_users - 1] - n
+    user = rng.permutation(np.repeat(np.arange(n_users), counts))
+    _, first, inverse = np.unique(user, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return rank[inverse]
+
+
+def _population(settings: SimulateSettings, seeds: list[np.random.SeedSequence],
+                intercept: float, direct: dict[str, float], n_labeled: int,
+                per_arm: int) -> dict[str, np.ndarray]:
+    """Draw one full population (features, users, labeled set, segment stars)."""
+    ratio = 1.0 + settings.unlabeled_ratio
+    arms = _arms(settings, direct, n_labeled, per_arm)
+    n_total = int(round(n_labeled * ratio))
+    sizes = [int(round(a.quota * ratio)) for a in arms[1:]]
+    sizes.insert(0, max(n_total - sum(sizes), arms[0].quota))
+    feature_rng = np.random.default_rng(seeds[0])
+    parts = [model.draw_features(feature_rng, size, arm.shift) for arm, size in zip(arms, sizes,
+                                                                                     strict=True)]
+    arm_of = np.repeat(np.arange(len(arms)), sizes)
+    order = feature_rng.permutation(len(arm_of))
+    cols = {k: np.concatenate([p[k] for p in parts])[order] for k in parts[0]}
+    arm_of = arm_of[order]
+    n = len(arm_of)
+    cols["arm"] = arm_of
+    cols["mu"] = _mu(cols, settings, intercept, np.array([a.direct for a in arms])[arm_of])
+
+    user_rng = np.random.default_rng(seeds[1])
+    user = _users(user_rng, n, settings)
+    n_users = int(user.max()) + 1
+    rater = user_rng.normal(0.0, settings.rater_sd, n_users)
+    user_effect = user_rng.normal(0.0, model.SIGMA_USER, n_users)
+    cols["user"] = user
+
+    select_rng = np.random.default_rng(seeds[2])
+    log_w = settings.label_message_elasticity * np.log(cols["user_message_count"]) + rater[user]
+    key = log_w + select_rng.gumbel(size=n)
+    by = np.lexsort((-key, arm_of))
+    starts = np.searchsorted(arm_of[by], np.arange(len(arms)))
+    rank = np.arange(n) - starts[arm_of[by]]
+    quota = np.array([a.quota for a in arms])
+    labeled = np.zeros(n, dtype=bool)
+    labeled[by[rank < quota[arm_of[by]]]] = True
+    cols["labeled"] = labeled
+
+    rating_rng = np.random.default_rng(seeds[3])
+    idx = np.flatnonzero(labeled)
+    msgs = cols["user_message_count"][idx]
+    p_more = 1.0 / (1.0 + np.exp(1.9 - 0.35 * np.log(msgs)))
+    n_ratings = np.minimum(1 + rating_rng.binomial(MAX_SEGMENTS - 1, p_more), msgs)
+    latent = (cols["mu"][idx] + user_effect[user[idx]]
+              + rating_rng.normal(0.0, model.SIGMA_SESSION, len(idx)))[:, None]
+    latent = latent + rating_rng.normal(0.0, model.SIGMA_SEGMENT, (len(idx), MAX_SEGMENTS))
+    seg_stars = model.stars(latent)
+    rated = np.arange(MAX_SEGMENTS)[None, :] < n_ratings[:, None]
+    rating = np.full(n, np.nan)
+    rating[idx] = np.where(rated, seg_stars, 0).sum(axis=1) / n_ratings
+    n_rat = np.zeros(n, dtype=np.int64)
+    n_rat[idx] = n_ratings
+    cols.update(rating=rating, n_ratings=n_rat, seg_stars=seg_stars, seg_rated=rated,
+                labeled_idx=idx)
+    cols["arm_case_study"] = np.array([a.case_study for a in arms], dtype=object)
+    cols["arm_condition"] = np.array([a.condition for a in arms], dtype=object)
+    return cols
+
+
+def _ids(prefix: str, values: np.ndarray, width: int) -> np.ndarray:
+    width = max(width, len(str(int(values.max()) + 1)))
+    return np.char.add(prefix, np.char.zfill((values + 1).astype(str), width)).astype(object)
+
+
+def _frame(pop: dict[str, np.ndarray]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    n = len(pop["arm"])
+    session_id = _ids("s", np.arange(n), 6)
+    data = {
+        "session_id": session_id,
+        "user_id": _ids("u", pop["user"], 5),
+        "case_study": pop["arm_case_study"][pop["arm"]],
+        "condition": pop["arm_condition"][pop["arm"]],
+        "rating": pop["rating"],
+        "n_ratings": pop["n_ratings"],
+    }
+    for column in FEATURE_COLUMNS:
+        values = pop[column]
+        if column == "user_sentiment":
+            values = np.array(model.SENTIMENTS, dtype=object)[values]
+        elif column == "task_category":
+            values = np.array(model.CATEGORIES, dtype=object)[values]
+        data[column] = values
+    frame = pd.DataFrame(data)
+    for column in ("session_id", "user_id", "case_study", "condition", "user_sentiment",
+                   "task_category"):
+        frame[column] = frame[column].astype(str)
+    idx, rated = pop["labeled_idx"], pop["seg_rated"]
+    rows, seg = np.nonzero(rated)
+    msgs = pop["user_message_count"][idx]
+    n_ratings = pop["n_ratings"][idx]
+    segment = msgs[rows] - n_ratings[rows] + seg + 1  # the last n_ratings work segments
+    long = pd.DataFrame({"session_id": session_id[idx][rows].astype(str),
+                         "segment": segment.astype(np.int64),
+                         "rating": pop["seg_stars"][rows, seg].astype(np.int64)})
+    return frame, long
+
+
+def _ground_truth(settings: SimulateSettings, seeds: list[np.random.SeedSequence],
+                  intercept: float, direct: dict[str, float],
+                  mediated: dict[str, float]) -> GroundTruth:
+    half = settings.mc_sessions // 2
+    effects: dict[str, dict[str, float | str]] = {}
+    arm_seeds = seeds[4].spawn(len(settings.case_studies))
+    for spec, seed in zip(settings.case_studies, arm_seeds, strict=True):
+        control = model.draw_features(np.random.default_rng(seed), half, model.ArmShift())
+        treated = model.draw_features(np.random.default_rng(seed), half,
+                                      _treatment_shift(spec, settings.feature_shift_scale))
+        diff = (model.expected_stars(_mu(treated, settings, intercept, direct[spec.name]))
+                - model.expected_stars(_mu(control, settings, intercept, 0.0)))
+        effects[spec.name] = {
+            "control": spec.control, "treatment": spec.treatment, "target": spec.effect,
+            "effect": float(diff.mean()), "mc_se": float(diff.std(ddof=1) / np.sqrt(half)),
+            "mediated": mediated[spec.name], "direct_latent": direct[spec.name],
+        }
+    scale = settings.mc_sessions / (settings.n_labeled * (1.0 + settings.unlabeled_ratio))
+    n_lab = max(int(round(settings.n_labeled * scale)), 1000)
+    per_arm = int(np.floor(settings.labeled_per_arm * n_lab / settings.n_labeled))
+    pop = _population(settings, seeds[5].spawn(4), intercept, direct, n_lab, per_arm)
+    idx = pop["labeled_idx"]
+    oracle = model.expected_stars(pop["mu"][idx])
+    rho = float(np.corrcoef(oracle, pop["rating"][idx])[0, 1])
+    return GroundTruth(effects=effects, bayes_rho=rho,
+                       bayes_rho_se=float((1 - rho**2) / np.sqrt(len(idx))),
+                       intercept=intercept,
+                       mc_sessions={"effect_per_arm": half, "rho_labeled": int(len(idx))})
+
+
+def simulate(settings: SimulateSettings) -> SimulationResult:
+    """Generate a demo session table calibrated to the paper, with its ground truth.
+
+    Args:
+        settings: Frozen generator settings.
+
+    Returns:
+        The session table (contract column order), the long table of segment ratings of the
+        labeled sessions (``session_id, segment, rating``) and the ``GroundTruth``.
+
+    Raises:
+        PulseError: when the settings are inconsistent (names the key to change).
+    """
+    validate(settings)
+    seeds = np.random.SeedSequence(settings.seed).spawn(6)
+    n_cal = max(20_000, settings.mc_sessions // 10)
+    intercept, direct, mediated = _calibrate(settings, seeds[0], n_cal)
+    pop = _population(settings, seeds[1].spawn(4), intercept, direct, settings.n_labeled,
+                      settings.labeled_per_arm)
+    sessions, segments = _frame(pop)
+    truth = _ground_truth(settings, seeds, intercept, direct, mediated)
+    return SimulationResult(sessions, segments, truth)
+
+
+def reference() -> dict[str, object]:
+    """The paper's reference figures (for ``ground_truth.json`` and the calibration table)."""
+    return dict(REFERENCE)
