@@ -25,6 +25,9 @@ VERBS: dict[str, tuple[str, str]] = {
     "infer": ("pulse_ml.jobs.infer", "naive vs PPI++ effects with 95% CIs per case study"),
     "audit": ("pulse_ml.jobs.audit", "hide labels many times to check the intervals' coverage"),
     "plan": ("pulse_ml.jobs.plan", "labels per arm needed to detect an effect, naive vs PPI"),
+    "score": ("pulse_ml.jobs.score", "predict satisfaction for a large table in bounded memory"),
+    "benchmarks": ("pulse_ml.jobs.benchmarks", "human effect vs benchmark deltas per task type"),
+    "agreement": ("pulse_ml.jobs.agreement", "agreement with human pairwise preferences"),
 }
 
 _ALIASES = {"case_study": "case_study_name"}  # plain keys whose name is also a config group

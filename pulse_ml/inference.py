@@ -1,0 +1,133 @@
+"""Per-case-study effects: naive vs prediction-powered (PPI++), from a table and predictions.
+
+Pure with respect to I/O: takes a validated :class:`SessionTable` and a prediction per session
+and returns typed results. The honest predictions come from
+:meth:`CrossFitEnsemble.honest_predict` (see ``design.md``: cross-fitted predictions).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+
+from pulse_ml.case_studies import CaseStudy
+from pulse_ml.data.table import SessionTable
+from pulse_ml.stats import compare_arms, compare_features, labeled_shift, permutation_pvalue
+from pulse_ml.stats.compare import ArmComparison
+
+EFFECT_COLUMNS = [
+    "case_study", "control", "treatment", "estimator", "effect", "ci_lower", "ci_upper",
+    "ci_width", "significant", "ci_reduction_pct", "p_value", "n_labeled_control",
+    "n_labeled_treatment", "n_unlabeled_control", "n_unlabeled_treatment", "lambda_control",
+    "lambda_treatment",
+]
+
+
+@dataclass(frozen=True)
+class InferenceSettings:
+    """How to compute the intervals."""
+
+    alpha: float = 0.05
+    clusters: bool = True
+    n_permutations: int = 10_000
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class CaseStudyResult:
+    """Naive and augmented effect of one case study plus its feature comparison."""
+
+    study: CaseStudy
+    comparison: ArmComparison
+    naive_p_value: float
+    features: pd.DataFrame
+    shift: pd.DataFrame
+
+    def rows(self) -> list[dict]:
+        """The two result rows (naive, augmented) with :data:`EFFECT_COLUMNS`."""
+        c = self.comparison
+        out = []
+        for name, est in (("naive", c.naive), ("augmented", c.augmented)):
+            out.append({
+                "case_study": self.study.name, "control": self.study.control,
+                "treatment": self.study.treatment, "estimator": name,
+                "effect": est.effect, "ci_lower": est.ci_lower, "ci_upper": est.ci_upper,
+                "ci_width": est.ci_upper - est.ci_lower,
+                "significant": bool(est.ci_lower > 0 or est.ci_upper < 0),
+                "ci_reduction_pct": c.ci_reduction_pct if name == "augmented" else 0.0,
+                "p_value": self.naive_p_value if name == "naive" else est.p_value,
+                "n_labeled_control": c.n_control, "n_labeled_treatment": c.n_treatment,
+                "n_unlabeled_control": c.n_unlabeled_control,
+                "n_unlabeled_treatment": c.n_unlabeled_treatment,
+                "lambda_control": 0.0 if name == "naive" else c.lambda_control,
+                "lambda_treatment": 0.0 if name == "naive" else c.lambda_treatment,
+            })
+        return out
+
+
+@dataclass(frozen=True)
+class ArmData:
+    """Arrays of one arm: labeled ratings/predictions/users and unlabeled predictions/users."""
+
+    y: np.ndarray
+    f: np.ndarray
+    users: np.ndarray
+    f_unl: np.ndarray
+    users_unl: np.ndarray
+    rows: pd.DataFrame
+    rows_unl: pd.DataFrame
+
+
+def arm_data(table: SessionTable, preds: np.ndarray, study: CaseStudy, condition: str,
+             user_codes: np.ndarray, hidden: np.ndarray | None = None) -> ArmData:
+    """Split one arm into labeled and unlabeled parts (``hidden`` labels count as unlabeled)."""
+    frame = table.frame
+    arm = ((frame["case_study"] == study.name) & (frame["condition"] == condition)).to_numpy()
+    lab = table.labeled if hidden is None else table.labeled & ~hidden
+    m_l, m_u = arm & lab, arm & ~lab
+    return ArmData(
+        y=frame["rating"].to_numpy(float)[m_l], f=preds[m_l], users=user_codes[m_l],
+        f_unl=preds[m_u], users_unl=user_codes[m_u], rows=frame.loc[m_l],
+        rows_unl=frame.loc[m_u])
+
+
+def compare(control: ArmData, treatment: ArmData, settings: InferenceSettings) -> ArmComparison:
+    """``compare_arms`` on two arms, cluster-robust by user when configured."""
+    kw = {}
+    if settings.clusters:
+        kw = {"clusters_c": control.users, "clusters_t": treatment.users,
+              "clusters_unl_c": control.users_unl, "clusters_unl_t": treatment.users_unl}
+    return compare_arms(control.y, control.f, control.f_unl, treatment.y, treatment.f,
+                        treatment.f_unl, alpha=settings.alpha, **kw)
+
+
+def analyse(table: SessionTable, preds: np.ndarray, study: CaseStudy,
+            settings: InferenceSettings) -> CaseStudyResult:
+    """Naive + augmented effect, permutation p-value, feature comparison and label shift."""
+    codes = pd.factorize(table.frame["user_id"])[0]
+    control = arm_data(table, preds, study, study.control, codes)
+    treatment = arm_data(table, preds, study, study.treatment, codes)
+    comparison = compare(control, treatment, settings)
+    p_naive = permutation_pvalue(control.y, treatment.y, n_permutations=settings.n_permutations,
+                                 seed=settings.seed)
+    kinds = table.features.kinds
+    feats = compare_features(control.rows[list(kinds)], treatment.rows[list(kinds)], kinds)
+    feats.insert(0, "case_study", study.name)
+    lab = pd.concat([control.rows, treatment.rows])[list(kinds)]
+    unl = pd.concat([control.rows_unl, treatment.rows_unl])[list(kinds)]
+    shift = labeled_shift(lab, unl, kinds) if len(unl) else pd.DataFrame()
+    if len(shift):
+        shift.insert(0, "case_study", study.name)
+    return CaseStudyResult(study, comparison, float(p_naive), feats, shift)
+
+
+def effects_frame(results: list[CaseStudyResult]) -> pd.DataFrame:
+    """One row per case study x estimator."""
+    return pd.DataFrame([r for res in results for r in res.rows()], columns=EFFECT_COLUMNS)
+
+
+def settings_dict(settings: InferenceSettings) -> dict:
+    """Settings as a plain dict (for logging)."""
+    return asdict(settings)

@@ -1,0 +1,215 @@
+"""Naive vs prediction-powered (PPI++) effect with 95% CIs for every case study.
+
+Loads the registered model (``model_uri``, default the ``champion``) and the session table;
+labeled sessions that were in the model's training data get their out-of-fold prediction
+(honest, cross-fitted), all other sessions the mean of the fold models. For each case study
+(configured in conf/case_study/ or found in the data with exactly two conditions) it reports the
+naive difference of labeled means (permutation p-value) and the PPI++ effect (power-tuned
+lambda per arm, cluster-robust by user), the CI reduction, the feature comparison per arm and the
+labeled-vs-unlabeled shift. Writes effects.{json,csv,md}, forest.png, features.csv and
+label_shift.csv to ``output`` and logs everything to MLflow experiment pulse-infer.
+
+``ppi.predictions=in_sample`` reproduces the paper (labeled sessions predicted by a model that
+was trained on them): its intervals are too narrow and NOT valid.
+
+Examples:
+    pulse-ml infer
+    pulse-ml infer case_studies=[plan] clusters=none
+    pulse-ml infer model_uri=models:/pulse-satisfaction/3 data.path=my_sessions.parquet
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from pulse_ml import settings as cfg_io
+from pulse_ml.data.table import SessionTable, read_table, validate_frame
+from pulse_ml.errors import PulseError
+from pulse_ml.inference import CaseStudyResult, InferenceSettings, analyse, effects_frame
+from pulse_ml.report import markdown_table, text_table
+
+IN_SAMPLE_WARNING = ("WARNING: ppi.predictions=in_sample predicts labeled sessions with a model "
+                     "that was trained on them (the paper's procedure). The rectifier is overfit, "
+                     "so these intervals are too narrow and NOT valid. Use the default "
+                     "ppi.predictions=crossfit for decisions.")
+
+
+@dataclass(frozen=True)
+class InferJob:
+    """Typed settings of ``pulse-ml infer``."""
+
+    model_uri: str
+    data_path: str
+    mode: str
+    settings: InferenceSettings
+    output: Path
+    log_mlflow: bool
+
+
+def job_from_cfg(cfg) -> InferJob:
+    """Read the composed config once."""
+    mode = str(cfg.ppi.predictions)
+    if mode not in ("crossfit", "in_sample"):
+        raise PulseError(f"ppi.predictions={mode}: use crossfit (honest) or in_sample (paper).")
+    clusters = str(cfg.clusters)
+    if clusters not in ("user_id", "none"):
+        raise PulseError(f"clusters={clusters}: use user_id or none.")
+    return InferJob(
+        model_uri=str(cfg.model_uri), data_path=str(cfg.data.path), mode=mode,
+        settings=InferenceSettings(alpha=float(cfg.alpha), clusters=clusters == "user_id",
+                                   n_permutations=int(cfg.permutations), seed=int(cfg.seed)),
+        output=Path(str(cfg.output)), log_mlflow=bool(cfg.log_mlflow))
+
+
+def predictions(ensemble, table: SessionTable, mode: str) -> tuple[np.ndarray, int]:
+    """Predictions for every session; returns them and how many labeled got an OOF value."""
+    if mode == "in_sample":
+        return ensemble.predict(table.frame), 0
+    if ensemble.oof is None or len(ensemble.oof) == 0:
+        raise PulseError("the model version has no out-of-fold predictions, and honest mode "
+                         "(ppi.predictions=crossfit) needs them. Re-register it with "
+                         "`pulse-ml train`, or use ppi.predictions=in_sample (not valid).")
+    preds, used = ensemble.honest_predict(table.frame)
+    return preds, int((used & table.labeled).sum())
+
+
+def load_ground_truth(data_path: str) -> dict[str, float]:
+    """True effects from ``ground_truth.json`` next to simulated data (else empty)."""
+    path = Path(data_path).with_name("ground_truth.json")
+    if not path.is_file():
+        return {}
+    try:
+        effects = json.loads(path.read_text()).get("effects", {})
+        return {k: float(v["effect"]) for k, v in effects.items()}
+    except (ValueError, KeyError, TypeError):
+        return {}
+
+
+def check_model_columns(frame: pd.DataFrame, ensemble, path: str) -> None:
+    """Fail early when the table lacks features the model needs."""
+    missing = [c for c in ensemble.features.names if c not in frame.columns]
+    if missing:
+        raise PulseError(f"{path}: the model (feature set '{ensemble.features.name}') needs "
+                         f"column(s) {', '.join(missing)}, which the table lacks. Extract them "
+                         "(pulse-ml extract) or use a model trained on another feature set.")
+
+
+def write_outputs(job: InferJob, effects: pd.DataFrame, results: list[CaseStudyResult],
+                  meta: dict, truth: dict[str, float]) -> list[Path]:
+    """effects.{json,csv,md}, forest.png, features.csv, label_shift.csv."""
+    from pulse_ml.plots import forest_plot
+
+    out = job.output
+    out.mkdir(parents=True, exist_ok=True)
+    effects.to_csv(out / "effects.csv", index=False)
+    (out / "effects.json").write_text(json.dumps(
+        {**meta, "effects": effects.to_dict(orient="records")}, indent=2, default=str))
+    header = f"# Effects ({meta['mode']} predictions, model {meta['model']})\n\n"
+    if job.mode == "in_sample":
+        header += f"> {IN_SAMPLE_WARNING}\n\n"
+    (out / "effects.md").write_text(header + markdown_table(effects, 4) + "\n")
+    forest_plot(effects, out / "forest.png", truth or None)
+    feats = pd.concat([r.features for r in results], ignore_index=True)
+    feats.to_csv(out / "features.csv", index=False)
+    shifts = [r.shift for r in results if len(r.shift)]
+    shift = pd.concat(shifts, ignore_index=True) if shifts else pd.DataFrame()
+    shift.to_csv(out / "label_shift.csv", index=False)
+    return [out / n for n in ("effects.json", "effects.csv", "effects.md", "forest.png",
+                              "features.csv", "label_shift.csv")]
+
+
+def log_run(job: InferJob, effects: pd.DataFrame, files: list[Path], version, meta) -> str:
+    """Log the inference to experiment pulse-infer; returns the run id."""
+    import mlflow
+
+    from pulse_ml import tracking
+
+    tracking.setup(tracking.INFER_EXPERIMENT)
+    with mlflow.start_run(run_name=f"infer-{job.mode}") as run:
+        mlflow.set_tags({"kind": "inference", "mode": job.mode, "model_uri": job.model_uri,
+                         "model_version": "" if version is None else str(version.version),
+                         "model_family": "" if version is None else
+                         (version.tags or {}).get("family", "")})
+        mlflow.log_params({"data_path": job.data_path, "alpha": job.settings.alpha,
+                           "clusters": job.settings.clusters, "mode": job.mode,
+                           "n_labeled_oof": meta["n_labeled_with_oof"]})
+        for row in effects.itertuples(index=False):
+            key = f"{row.case_study}.{row.estimator}"
+            mlflow.log_metrics({f"{key}.effect": row.effect, f"{key}.ci_lower": row.ci_lower,
+                                f"{key}.ci_upper": row.ci_upper})
+            if row.estimator == "augmented":
+                mlflow.log_metric(f"{row.case_study}.ci_reduction_pct", row.ci_reduction_pct)
+        for f in files:
+            mlflow.log_artifact(str(f))
+        return run.info.run_id
+
+
+def printable(effects: pd.DataFrame, truth: dict[str, float]) -> pd.DataFrame:
+    """The terminal view: fewer columns, the ground truth beside when known."""
+    view = effects[["case_study", "estimator", "effect", "ci_lower", "ci_upper", "ci_width",
+                    "significant", "ci_reduction_pct", "p_value", "n_labeled_control",
+                    "n_labeled_treatment", "n_unlabeled_control",
+                    "n_unlabeled_treatment"]].copy()
+    view = view.rename(columns={"ci_reduction_pct": "ci_red_%", "n_labeled_control": "n_c",
+                                "n_labeled_treatment": "n_t", "n_unlabeled_control": "N_c",
+                                "n_unlabeled_treatment": "N_t"})
+    if truth:
+        view["true_effect"] = view["case_study"].map(truth)
+        view["covers_truth"] = (view["ci_lower"] <= view["true_effect"]) & (
+            view["true_effect"] <= view["ci_upper"])
+    return view
+
+
+def run(cfg) -> pd.DataFrame:
+    """Entry point of ``pulse-ml infer``."""
+    from pulse_ml import mlflow_io, tracking
+
+    job = job_from_cfg(cfg)
+    raw = read_table(job.data_path)  # bad files fail before the model loads
+    tracking.setup(tracking.INFER_EXPERIMENT)
+    ensemble, version = mlflow_io.load_registered(job.model_uri)
+    check_model_columns(raw, ensemble, job.data_path)
+    table = validate_frame(raw, job.data_path, ensemble.features, cfg_io.case_study_config(cfg),
+                           cfg_io.selected_case_studies(cfg))
+    if not table.case_studies:
+        raise PulseError(f"{job.data_path}: no two-arm case study in column 'case_study'. Fill "
+                         "case_study/condition for the sessions of each A/B test.")
+    preds, n_oof = predictions(ensemble, table, job.mode)
+    if job.mode == "in_sample":
+        print(IN_SAMPLE_WARNING, file=sys.stderr)
+    results = [analyse(table, preds, study, job.settings) for study in table.case_studies]
+    effects = effects_frame(results)
+    truth = load_ground_truth(job.data_path)
+    meta = {"model": job.model_uri,
+            "model_version": None if version is None else str(version.version),
+            "model_family": ensemble.family, "feature_set": ensemble.features.name,
+            "mode": job.mode, "alpha": job.settings.alpha,
+            "clusters": "user_id" if job.settings.clusters else "none",
+            "data": job.data_path, "n_labeled_with_oof": n_oof,
+            "notes": list(table.notes), "true_effects": truth or None,
+            "valid_intervals": job.mode == "crossfit"}
+    files = write_outputs(job, effects, results, meta, truth)
+    run_id = log_run(job, effects, files, version, meta) if job.log_mlflow else None
+    print(f"model {job.model_uri} (version {meta['model_version']}, {ensemble.family}, features "
+          f"'{ensemble.features.name}'); {job.mode} predictions "
+          f"({n_oof} labeled sessions got their out-of-fold prediction)")
+    print(text_table(printable(effects, truth), digits=3))
+    for note in table.notes:
+        print(f"note: {note}")
+    for r in results:
+        big = r.shift[r.shift["large"]] if len(r.shift) else r.shift
+        for row in big.itertuples(index=False):
+            print(f"warning: {r.study.name}: labeled sessions differ from unlabeled ones in "
+                  f"'{row.feature}' (rank-biserial {row.rank_biserial:+.2f}); PPI assumes they "
+                  "are alike — see label_shift.csv.")
+    print(f"\nwritten to {job.output}: " + ", ".join(f.name for f in files)
+          + (f"\nMLflow run {run_id} in experiment pulse-infer" if run_id else ""))
+    if job.mode == "in_sample":
+        print(IN_SAMPLE_WARNING)
+    return effects
