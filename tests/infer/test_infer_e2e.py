@@ -1,0 +1,145 @@
+"""Inference end to end from the registry, and every bad input it must refuse clearly."""
+
+from __future__ import annotations
+
+import json
+
+import mlflow
+import numpy as np
+import pandas as pd
+import pytest
+
+from pulse_ml.config import compose
+from pulse_ml.jobs import infer, train
+from pulse_ml.stats import compare_arms
+
+
+@pytest.fixture
+def registered(small_demo, pulse_home):
+    """A champion trained on the small demo table."""
+    return train.run(compose("train", [f"data.path={small_demo}", "tuning.n_trials=3",
+                                       "progress=false", "model=lightgbm"]))
+
+
+def _infer(small_demo, *overrides):
+    return infer.run(compose("infer", [f"data.path={small_demo}", "permutations=2000",
+                                       *overrides]))
+
+
+def test_infer_from_champion_writes_results_and_logs(small_demo, pulse_home, registered):
+    effects = _infer(small_demo)
+    assert set(effects["case_study"]) == {"plan", "claude4_vs_gpt5"}
+    assert list(effects.columns) == infer.effects_frame([]).columns.tolist()
+    out = pulse_home / "results" / "infer"
+    for name in ("effects.json", "effects.csv", "effects.md", "forest.png", "features.csv",
+                 "label_shift.csv"):
+        assert (out / name).is_file(), name
+    meta = json.loads((out / "effects.json").read_text())
+    assert meta["model_version"] == registered.version and meta["valid_intervals"]
+    assert meta["n_labeled_with_oof"] == int(pd.read_parquet(small_demo)["rating"].notna().sum())
+    exp = mlflow.MlflowClient().get_experiment_by_name("pulse-infer")
+    runs = mlflow.search_runs([exp.experiment_id])
+    assert len(runs) == 1 and runs["tags.model_version"][0] == registered.version
+    feats = pd.read_csv(out / "features.csv")
+    assert {"feature", "p_value", "q_value"} <= set(feats.columns)
+
+
+def test_augmented_interval_uses_out_of_fold_predictions(small_demo, pulse_home, registered):
+    """Recompute one case study by hand from the OOF artifact of the registered run."""
+    effects = _infer(small_demo, "case_studies=[plan]", "clusters=none")
+    client = mlflow.MlflowClient()
+    oof = pd.read_csv(client.download_artifacts(registered.run_id, "oof_predictions.csv"))
+    model = mlflow.pyfunc.load_model("models:/pulse-satisfaction@champion")
+    frame = pd.read_parquet(small_demo)
+    preds = np.asarray(model.predict(frame), float)
+    lookup = dict(zip(oof["session_id"], oof["prediction"], strict=True))
+    labeled = frame["rating"].notna().to_numpy()
+    honest = np.where(labeled, frame["session_id"].map(lookup).to_numpy(float), preds)
+    arm = {}
+    for cond in ("no-plan", "show-plan"):
+        m = ((frame["case_study"] == "plan") & (frame["condition"] == cond)).to_numpy()
+        arm[cond] = (frame["rating"].to_numpy()[m & labeled], honest[m & labeled],
+                     honest[m & ~labeled])
+    expected = compare_arms(*arm["no-plan"], *arm["show-plan"], alpha=0.05)
+    aug = effects[effects["estimator"] == "augmented"].iloc[0]
+    assert aug["effect"] == pytest.approx(expected.augmented.effect, abs=1e-9)
+    assert aug["ci_lower"] == pytest.approx(expected.augmented.ci_lower, abs=1e-9)
+    naive = effects[effects["estimator"] == "naive"].iloc[0]
+    assert naive["ci_upper"] == pytest.approx(expected.naive.ci_upper, abs=1e-9)
+
+
+def test_in_sample_mode_says_intervals_are_not_valid(small_demo, pulse_home, registered, cli):
+    res = cli("infer", f"data.path={small_demo}", "ppi.predictions=in_sample",
+              "permutations=500")
+    assert res.returncode == 0, res.stderr
+    assert "NOT valid" in res.stdout and "NOT valid" in res.stderr
+
+
+def test_missing_alias_is_a_clear_error(small_demo, pulse_home, cli):
+    res = cli("infer", f"data.path={small_demo}")
+    assert res.returncode == 2
+    assert "cannot load model 'models:/pulse-satisfaction@champion'" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_case_study_missing_from_data(small_demo, pulse_home, registered, cli):
+    res = cli("infer", f"data.path={small_demo}", "case_studies=[memory]")
+    assert res.returncode == 2 and "'memory' not in the data" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_arm_without_labels(small_demo, pulse_home, registered, cli, tmp_path):
+    frame = pd.read_parquet(small_demo)
+    arm = (frame["case_study"] == "plan") & (frame["condition"] == "show-plan")
+    frame.loc[arm, "rating"] = np.nan
+    frame.loc[arm, "n_ratings"] = 0
+    path = tmp_path / "nolabels.parquet"
+    frame.to_parquet(path)
+    res = cli("infer", f"data.path={path}")
+    assert res.returncode == 2
+    assert "treatment arm 'show-plan' has 0 labeled session(s)" in res.stderr
+
+
+def test_table_lacking_model_features(small_demo, pulse_home, registered, cli, tmp_path):
+    frame = pd.read_parquet(small_demo).drop(columns=["git_push"])
+    path = tmp_path / "nogit.csv"
+    frame.to_csv(path, index=False)
+    res = cli("infer", f"data.path={path}")
+    assert res.returncode == 2 and "git_push" in res.stderr and "lacks" in res.stderr
+
+
+def test_model_without_oof_predictions(small_demo, pulse_home, cli):
+    from sklearn.dummy import DummyRegressor
+
+    from pulse_ml import tracking
+
+    tracking.setup(tracking.TRAIN_EXPERIMENT)
+    with mlflow.start_run():
+        mlflow.sklearn.log_model(DummyRegressor().fit([[0.0]], [4.0]), name="model",
+                                 registered_model_name="pulse-satisfaction")
+    res = cli("infer", f"data.path={small_demo}", "model_uri=models:/pulse-satisfaction/1")
+    assert res.returncode == 2
+    assert "no out-of-fold predictions" in res.stderr and "honest" in res.stderr
+
+
+def test_audit_and_plan(small_demo, pulse_home, registered, cli):
+    res = cli("audit", "case_study=plan", f"data.path={small_demo}", "replications=60",
+              "progress=false")
+    assert res.returncode == 0, res.stderr
+    report = json.loads((pulse_home / "results" / "audit" / "audit_plan.json").read_text())
+    assert report["replications"] == 60
+    assert 0.8 <= report["coverage_augmented"] <= 1.0
+    assert 0.5 < report["mean_width_ratio"] <= 1.05
+    plan = cli("plan", "effect=0.2")
+    assert plan.returncode == 0, plan.stderr
+    assert "naive A/B test" in plan.stdout and "with PPI++" in plan.stdout
+    missing = cli("audit", f"data.path={small_demo}")
+    assert missing.returncode == 2 and "case_study=" in missing.stderr
+
+
+def test_pipeline_end_to_end(small_demo, pulse_home, cli):
+    res = cli("pipeline", f"data.path={small_demo}", "families=[mean,lightgbm]",
+              "tuning.n_trials=2", "progress=false")
+    assert res.returncode == 0, res.stderr
+    assert "== summary" in res.stdout and "augmented" in res.stdout
+    assert (pulse_home / "results" / "infer" / "effects.csv").is_file()
