@@ -1,0 +1,168 @@
+"""Turn raw agent sessions into a session table (one row per session).
+
+Reads OpenHands V0 event streams (``action``/``args`` or ``extras``), V1 SDK events (``kind``),
+eval records (``history``), feedback-dataset records (``trajectory`` + ``feedback``) and generic
+chat transcripts (``[{role, text, feedback?}]`` + ``rating``; ConvAI2 dialogues work as is).
+Computes ``user_message_count``, the git flags from EXECUTED shell commands only, the mean of the
+segment ratings, and keeps the conversation in a ``transcript`` column for labelers and judges.
+With ``labeler=<name>`` the paper's two labeling prompts add ``user_sentiment``,
+``task_category`` and the 7 failure-mode flags (missing answers are NaN with the reason in
+``label_errors``); calls are cached on disk, tokens and cost go to MLflow (``pulse-judge``).
+A file that cannot be parsed is reported and skipped.
+
+Examples:
+    pulse-ml extract input=data/demo/events ratings=data/demo/ratings.csv
+    pulse-ml extract input='logs/*.jsonl' labeler=gpt5_mini out=data/sessions.parquet
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from pulse_ml.errors import PulseError
+from pulse_ml.extract.readers import find_files, read_sessions
+from pulse_ml.extract.table import GIT_COLUMNS, assemble, ratings_outside_sessions, read_ratings
+from pulse_ml.llm.config import LLMConfig, llm_config_from_mapping
+
+
+@dataclass(frozen=True)
+class ExtractSettings:
+    """Everything ``pulse-ml extract`` needs (built once from the config)."""
+
+    input: str
+    out: Path
+    ratings: Path | None = None
+    case_study: str = ""
+    condition: str = "default"
+    labeler: LLMConfig | None = None
+    cache_dir: Path | None = None
+    progress: bool = True
+
+
+@dataclass
+class ExtractResult:
+    """The session table and what happened on the way."""
+
+    frame: pd.DataFrame
+    out: Path
+    failures: list[tuple[str, str]] = field(default_factory=list)
+    unknown_rated: list[str] = field(default_factory=list)
+    usage: object | None = None
+    run_id: str | None = None
+
+
+def settings(cfg) -> ExtractSettings:
+    """Convert the composed config to :class:`ExtractSettings`."""
+    from omegaconf import OmegaConf
+
+    from pulse_ml.config import require
+
+    node = cfg.get("labeler")
+    labeler = None
+    if node is not None:
+        labeler = llm_config_from_mapping(OmegaConf.to_container(node, resolve=True), "labeler")
+    return ExtractSettings(
+        input=str(require(cfg, "input", "extract")),
+        out=Path(str(cfg.out)).expanduser(),
+        ratings=Path(str(cfg.ratings)).expanduser() if cfg.get("ratings") else None,
+        case_study=str(cfg.get("case_study_name") or ""),
+        condition=str(cfg.get("condition") or "default"),
+        labeler=labeler,
+        cache_dir=Path(str(cfg.cache_dir)).expanduser() if cfg.get("cache_dir") else None,
+        progress=bool(cfg.get("progress", True)),
+    )
+
+
+def write_table(frame: pd.DataFrame, out: Path) -> None:
+    """Write the table as Parquet (default) or CSV (``.csv``)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.suffix.lower() == ".csv":
+        frame.to_csv(out, index=False)
+    else:
+        frame.to_parquet(out, index=False)
+
+
+def label(frame: pd.DataFrame, s: ExtractSettings) -> tuple[pd.DataFrame, object, str]:
+    """Add the LLM features to ``frame`` and log the batch to MLflow."""
+    from pulse_ml.llm.cache import DiskCache
+    from pulse_ml.llm.labeler import label_sessions
+    from pulse_ml.llm.tracking import llm_params, log_run
+    from pulse_ml.tracking import JUDGE_EXPERIMENT
+
+    if s.labeler is None:
+        raise PulseError("extract: no labeler configured (labeler=<name>).")
+    cache = DiskCache(s.cache_dir) if s.cache_dir else None
+    start = time.perf_counter()
+    labels, usage = label_sessions(frame["transcript"].tolist(), s.labeler, cache,
+                                   progress=s.progress)
+    labels.index = frame.index
+    out = pd.concat([frame.drop(columns=[c for c in labels.columns if c in frame.columns]),
+                     labels], axis=1)
+    errors = out.loc[out["label_errors"] != "", ["session_id", "label_errors"]]
+    run_id = log_run(
+        JUDGE_EXPERIMENT, f"label-{s.labeler.name}",
+        tags={"kind": "llm_labeler", "labeler": s.labeler.name},
+        params={**llm_params(s.labeler), "input": s.input, "n_sessions": len(frame)},
+        metrics={**usage.metrics(), "n_sessions": len(frame),
+                 "n_sessions_with_errors": len(errors),
+                 "wall_time_s": time.perf_counter() - start},
+        tables={"label_errors.csv": errors} if len(errors) else None)
+    return out, usage, run_id
+
+
+def extract(s: ExtractSettings) -> ExtractResult:
+    """Read, assemble, optionally label, and write the session table.
+
+    Raises:
+        PulseError: no file matched, or not one session could be read.
+    """
+    files = find_files(s.input)
+    read = read_sessions(files, progress=s.progress)
+    if not read.sessions:
+        shown = "\n".join(f"  - {f}: {r}" for f, r in read.failures[:10])
+        raise PulseError(f"input={s.input}: none of {len(files)} file(s) could be read as "
+                         f"sessions:\n{shown}\nExpected OpenHands events, eval/feedback "
+                         f"records or chat transcripts (see `pulse-ml extract --help`).")
+    ratings = read_ratings(s.ratings) if s.ratings else None
+    frame = assemble(read.sessions, ratings, s.case_study, s.condition)
+    unknown = ratings_outside_sessions(ratings, frame) if ratings is not None else []
+    usage = run_id = None
+    if s.labeler is not None:
+        frame, usage, run_id = label(frame, s)
+    write_table(frame, s.out)
+    return ExtractResult(frame, s.out, read.failures, unknown, usage, run_id)
+
+
+def summary(r: ExtractResult) -> str:
+    """Human summary of an extraction."""
+    f = r.frame
+    lines = [f"extracted {len(f)} session(s) -> {r.out}",
+             f"  labeled (rating present): {int(f['rating'].notna().sum())}; "
+             f"user messages median {f['user_message_count'].median():.0f}",
+             "  git flags: " + ", ".join(f"{c[4:]} {int(f[c].sum())}" for c in GIT_COLUMNS)]
+    if r.failures:
+        lines.append(f"  skipped {len(r.failures)} unreadable file(s)/record(s):")
+        lines += [f"    - {name}: {why}" for name, why in r.failures[:10]]
+        if len(r.failures) > 10:
+            lines.append(f"    ... and {len(r.failures) - 10} more")
+    if r.unknown_rated:
+        lines.append(f"  {len(r.unknown_rated)} rated session id(s) have no session file, e.g. "
+                     f"{', '.join(r.unknown_rated[:3])}")
+    if r.usage is not None:
+        u = r.usage
+        n_err = int((f["label_errors"] != "").sum())
+        lines.append(f"  LLM labels: {u.calls} call(s), {u.cached} cached, {n_err} session(s) "
+                     f"with missing labels, {u.tokens_in}+{u.tokens_out} tokens, "
+                     f"${u.cost_usd:.4f} (MLflow run {r.run_id})")
+    return "\n".join(lines)
+
+
+def run(cfg) -> ExtractResult:
+    """Entry point of ``pulse-ml extract``."""
+    result = extract(settings(cfg))
+    print(summary(result))
+    return result

@@ -1,0 +1,60 @@
+"""Pure metrics of LLM-judge scores against ratings, on the trainer's 5 folds."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.model_selection import KFold
+
+from pulse_ml.metrics import pearson, spearman
+
+N_SPLITS = 5
+SEED = 42
+
+
+def score_metrics(y: np.ndarray, pred: np.ndarray) -> dict[str, float]:
+    """MSE, MAE, Pearson r and Spearman rho of ``pred`` vs ``y`` (NaN preds ignored).
+
+    Correlations follow :mod:`pulse_ml.metrics` (0.0 when one side is constant).
+    """
+    ok = ~np.isnan(pred)
+    y, pred = y[ok], pred[ok]
+    if len(y) == 0:
+        nan = float("nan")
+        return {"mse": nan, "mae": nan, "pearson": nan, "spearman": nan}
+    err = pred - y
+    return {"mse": float(np.mean(err ** 2)), "mae": float(np.mean(np.abs(err))),
+            "pearson": pearson(y, pred), "spearman": spearman(y, pred)}
+
+
+def cv_judge_metrics(y: np.ndarray, pred: np.ndarray, n_splits: int = N_SPLITS,
+                     seed: int = SEED) -> dict[str, float]:
+    """Judge metrics pooled over labeled sessions plus their std over the trainer's folds.
+
+    Args:
+        y: Ratings of the labeled sessions, in table order, shape (n,).
+        pred: Judge scores (NaN = missing), shape (n,).
+        n_splits: Folds (the trainer uses 5).
+        seed: ``KFold(shuffle=True, random_state=seed)`` (the trainer uses 42).
+
+    Returns:
+        ``cv_mse``, ``cv_mae``, ``cv_pearson``, ``cv_spearman`` (pooled over all folds, like
+        out-of-fold predictions), ``cv_mse_std``, ``cv_mae_std``, ``cv_pearson_std`` (population
+        std of the per-fold values), ``n_sessions`` and ``n_missing``.
+    """
+    y = np.asarray(y, dtype=float)
+    pred = np.asarray(pred, dtype=float)
+    pooled = score_metrics(y, pred)
+    out = {f"cv_{k}": v for k, v in pooled.items()}
+    folds: dict[str, list[float]] = {"mse": [], "mae": [], "pearson": []}
+    if len(y) >= n_splits:
+        for _, test in KFold(n_splits=n_splits, shuffle=True, random_state=seed).split(y):
+            m = score_metrics(y[test], pred[test])
+            for k in folds:
+                folds[k].append(m[k])
+    for k, vals in folds.items():
+        arr = np.asarray(vals, dtype=float)
+        out[f"cv_{k}_std"] = float(np.nanstd(arr)) if len(arr) and not np.isnan(arr).all() else \
+            float("nan")
+    out["n_sessions"] = float(len(y))
+    out["n_missing"] = float(np.isnan(pred).sum())
+    return out

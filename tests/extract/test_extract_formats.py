@@ -1,0 +1,131 @@
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pulse_ml.errors import PulseError
+from pulse_ml.extract.readers import find_files, read_sessions
+from pulse_ml.extract.table import assemble, read_ratings
+from pulse_ml.jobs.extract import ExtractSettings, extract
+
+
+def _user(i, text):
+    return {"id": i, "source": "user", "action": "message",
+            "args": {"content": text, "wait_for_response": False}, "message": text}
+
+
+def _run(i, cmd):
+    return [{"id": i, "source": "agent", "action": "run", "args": {"command": cmd},
+             "message": f"Running command: {cmd}"},
+            {"id": i + 1, "source": "agent", "observation": "run", "content": "ok", "cause": i,
+             "extras": {"command": cmd, "metadata": {"exit_code": 0}}}]
+
+
+def _demo_folder(tmp_path):
+    events = tmp_path / "events"
+    events.mkdir()
+    s1 = [_user(0, "add a --verbose flag"), *_run(1, "pytest -q"),
+          _user(3, "great, commit and push it"), *_run(4, "cd repo && git commit -am x"),
+          *_run(6, "git push origin main"),
+          {"id": 8, "source": "agent", "action": "message", "args": {"content": "Pushed."}}]
+    s2 = [{"id": 0, "source": "agent", "action": "system",
+           "args": {"content": "You may run `git push` and `git rebase`."}},
+          _user(1, "why does the build fail?"), {"id": 2, "source": "user", "action": "recall",
+                                                 "args": {"query": "x"}},
+          *_run(3, "echo 'git pull' && make")]
+    (events / "sess-1.json").write_text(json.dumps(s1))
+    (events / "sess-2.json").write_text(json.dumps(s2))
+    (events / "broken.json").write_text('[{"id": 0, "source": "user", "action": ')
+    pd.DataFrame({"session_id": ["sess-1", "sess-1", "sess-2", "ghost"], "segment": [1, 2, 1, 1],
+                  "rating": [4, 5, 2, 3]}).to_csv(tmp_path / "ratings.csv", index=False)
+    return events
+
+
+def test_demo_folder_ratings_and_broken_file(tmp_path):
+    events = _demo_folder(tmp_path)
+    res = extract(ExtractSettings(input=str(events), out=tmp_path / "t.parquet",
+                                  ratings=tmp_path / "ratings.csv", progress=False))
+    assert [f.endswith("broken.json") for f, _ in res.failures] == [True]
+    assert res.unknown_rated == ["ghost"]
+    t = pd.read_parquet(tmp_path / "t.parquet").set_index("session_id")
+    assert t.loc["sess-1", "rating"] == 4.5 and t.loc["sess-1", "n_ratings"] == 2
+    assert t.loc["sess-2", "rating"] == 2.0
+    assert t.loc["sess-1", "user_message_count"] == 2 and t.loc["sess-2", "user_message_count"] == 1
+    assert t.loc["sess-1", ["git_commit", "git_push"]].tolist() == [1, 1]
+    assert t.loc["sess-2", ["git_commit", "git_push", "git_pull", "git_rebase"]].sum() == 0
+    assert t.loc["sess-1", "condition"] == "default" and t.loc["sess-1", "case_study"] == ""
+    turns = json.loads(t.loc["sess-1", "transcript"])
+    assert turns[0] == {"role": "user", "text": "add a --verbose flag"}
+    assert {"role": "agent", "text": "$ git push origin main"} in turns
+    assert t["git_push"].dtype == np.int64
+
+
+def test_other_formats(tmp_path):
+    old = {"id": "r1", "feedback": "negative", "trajectory": [
+        {"id": 0, "source": "user", "action": "message", "extras": {"content": "deploy it"},
+         "observation": None},
+        {"id": 1, "source": "agent", "action": "run", "extras": {"command": "git pull"},
+         "observation": None}]}
+    flattened = {"instance_id": "i1", "history": [
+        [{"action": "message", "content": "fix the issue"},
+         {"observation": "null", "content": ""}],
+        {"action": "run", "command": "git rebase main", "thought": "t"}]}
+    v1 = {"instance_id": "v1", "instruction": "do the task", "history": [
+        {"kind": "ActionEvent", "source": "agent", "tool_name": "terminal",
+         "action": {"kind": "TerminalAction", "command": "git -C r reset --hard"}},
+        {"kind": "MessageEvent", "source": "agent",
+         "llm_message": {"role": "assistant", "content": [{"type": "text", "text": "Done"}]}}]}
+    chat = {"session_id": "c1", "rating": 3, "user_id": "u9", "condition": "B", "messages": [
+        {"role": "user", "text": "hi"}, {"role": "assistant", "text": "hello", "feedback": 1},
+        {"role": "user", "text": "bye"}]}
+    (tmp_path / "recs.jsonl").write_text("\n".join(json.dumps(r) for r in
+                                                   (old, flattened, v1, chat)) + "\n")
+    (tmp_path / "plain_chat.json").write_text(json.dumps(
+        [{"role": "user", "text": "q"}, {"role": "agent", "text": "a"}]))
+    read = read_sessions(find_files(str(tmp_path)), progress=False)
+    t = assemble(read.sessions, None, "cs", "A").set_index("session_id")
+    assert not read.failures
+    assert t.loc["r1", "git_pull"] == 1 and t.loc["r1", "feedback"] == "negative"
+    assert t.loc["i1", "git_rebase"] == 1 and t.loc["i1", "user_message_count"] == 1
+    assert t.loc["v1", "git_reset"] == 1 and t.loc["v1", "user_message_count"] == 1
+    assert t.loc["c1", ["rating", "n_ratings", "user_message_count"]].tolist() == [3.0, 1, 2]
+    assert t.loc["c1", "user_id"] == "u9" and t.loc["c1", "condition"] == "B"
+    assert t.loc["r1", "condition"] == "A" and t.loc["r1", "case_study"] == "cs"
+    assert json.loads(t.loc["c1", "transcript"])[1]["feedback"] == 1
+    assert t.loc["plain_chat", "user_message_count"] == 1
+
+
+def test_nothing_readable_and_bad_ratings(tmp_path):
+    (tmp_path / "a.json").write_text("not json at all")
+    with pytest.raises(PulseError, match="none of 1 file"):
+        extract(ExtractSettings(input=str(tmp_path), out=tmp_path / "t.parquet",
+                                progress=False))
+    with pytest.raises(PulseError, match="no session files"):
+        find_files(str(tmp_path / "nothing" / "*.json"))
+    pd.DataFrame({"session_id": ["a"], "segment": [1], "rating": [7]}).to_csv(
+        tmp_path / "r.csv", index=False)
+    with pytest.raises(PulseError, match=r"rating.*\[1, 5\]"):
+        read_ratings(tmp_path / "r.csv")
+
+
+def test_cli_subprocess(tmp_path):
+    events = _demo_folder(tmp_path)
+    out = tmp_path / "sessions.csv"
+    cmd = [sys.executable, "-m", "pulse_ml", "extract", f"input={events}",
+           f"ratings={tmp_path / 'ratings.csv'}", f"out={out}", "progress=false",
+           "case_study=plan", "condition=show-plan"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                          env={**__import__("os").environ, "PULSE_HOME": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    assert "extracted 2 session(s)" in proc.stdout and "broken.json" in proc.stdout
+    t = pd.read_csv(out)
+    assert set(t["case_study"]) == {"plan"} and set(t["condition"]) == {"show-plan"}
+    bad = subprocess.run([sys.executable, "-m", "pulse_ml", "extract",
+                          f"input={tmp_path / 'nope'}", f"out={out}"],
+                         capture_output=True, text=True, timeout=120,
+                         env={**__import__("os").environ, "PULSE_HOME": str(tmp_path)})
+    assert bad.returncode == 2 and "no session files" in bad.stderr
+    assert "Traceback" not in bad.stderr

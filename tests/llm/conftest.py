@@ -1,0 +1,60 @@
+"""Shared fixtures: a scripted OpenAI-compatible server and a per-test MLflow sqlite store."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pulse_ml.llm.config import LLMConfig
+from pulse_ml.llm.testing import StubLLMServer
+
+
+@pytest.fixture
+def stub_server():
+    """A started stub server (canned answers per prompt type); stopped after the test."""
+    server = StubLLMServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def make_cfg(stub_server):
+    """Factory of LLMConfig pointing at the stub server with fast backoff."""
+
+    def make(**kw) -> LLMConfig:
+        base = dict(name="stub", model="openai/stub-model", api_base=stub_server.url,
+                    api_key_env=None, concurrency=4, timeout=5.0, retries=2,
+                    temperature=0.0, backoff_base=0.01, backoff_max=0.05, seed=0,
+                    price_in_per_1k=0.001, price_out_per_1k=0.002)
+        base.update(kw)
+        return LLMConfig(**base)
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def _mlflow_template(tmp_path_factory) -> Path:
+    """Create the MLflow sqlite schema once per session (it costs ~7 s)."""
+    import os
+
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    import mlflow
+
+    root = tmp_path_factory.mktemp("mlflow_template")
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    mlflow.MlflowClient(tracking_uri=uri).search_experiments()
+    return root / "mlflow.db"
+
+
+@pytest.fixture
+def mlflow_store(tmp_path, monkeypatch, _mlflow_template) -> str:
+    """A fresh MLflow store in ``tmp_path`` (copied from the template); returns its URI."""
+    db = tmp_path / "mlflow.db"
+    shutil.copy(_mlflow_template, db)
+    uri = f"sqlite:///{db}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.setenv("PULSE_HOME", str(tmp_path))
+    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+    return uri
