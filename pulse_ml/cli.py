@@ -56,6 +56,18 @@ def _usage() -> str:
     return "\n".join(lines)
 
 
+def _module_doc(module: str) -> str:
+    """A job module's docstring without importing it (keeps --help fast)."""
+    import ast
+    import importlib.util
+
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        return ""
+    with open(spec.origin, encoding="utf-8") as fh:
+        return (ast.get_docstring(ast.parse(fh.read())) or "").strip()
+
+
 def _rewrite(overrides: list[str]) -> list[str]:
     out = []
     for item in overrides:
@@ -109,9 +121,8 @@ def main(argv: list[str] | None = None) -> None:
             from omegaconf import OmegaConf
 
             if show_help:
-                module = importlib.import_module(VERBS[verb][0])
                 print(f"pulse-ml {verb}: {VERBS[verb][1]}\n")
-                print((module.__doc__ or "").strip() + "\n")
+                print(_module_doc(VERBS[verb][0]) + "\n")
                 print("composed config (override any key with key=value):\n")
             print(OmegaConf.to_yaml(compose(verb, jobs[0])))
             return
@@ -127,6 +138,9 @@ def main(argv: list[str] | None = None) -> None:
     except PulseError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
+    except BrokenPipeError:  # e.g. `pulse-ml train --help | head`
+        sys.stderr.close()
+        sys.exit(0)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         sys.exit(130)

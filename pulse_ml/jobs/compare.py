@@ -81,8 +81,8 @@ def run(cfg) -> pd.DataFrame:
     found = [f for f in found if len(f)]
     runs = pd.concat(found, ignore_index=True) if found else pd.DataFrame()
     if cfg.get("data_fingerprint") and len(runs):
-        runs = runs[runs["tags.data_fingerprint"].astype(str).str.startswith(
-            str(cfg.data_fingerprint))]
+        same = runs["tags.data_fingerprint"].astype(str).str.startswith(str(cfg.data_fingerprint))
+        runs = runs[same | (runs["tags.kind"] == "llm_judge")]  # judges have no feature data
     if runs.empty:
         raise PulseError(f"no finished model-family or LLM-judge runs in experiment "
                          f"'{tracking.TRAIN_EXPERIMENT}' at {tracking.tracking_uri()}. Run "

@@ -1,0 +1,51 @@
+"""The `pulse-ml` command: help, unknown verbs and overrides, multirun."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from pulse_ml.cli import VERBS
+
+
+def test_console_script_help_lists_every_verb():
+    exe = Path(sys.executable).with_name("pulse-ml")
+    assert exe.is_file(), "the pulse-ml console script is not installed next to python"
+    res = subprocess.run([str(exe), "--help"], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0
+    for verb in VERBS:
+        assert f"  {verb}" in res.stdout
+
+
+def test_help_imports_no_heavy_library():
+    """--help stays fast because nothing heavy is imported on its path."""
+    code = ("import sys; from pulse_ml.cli import main; main(['--help']); "
+            "heavy = [m for m in ('mlflow', 'sklearn', 'optuna', 'litellm', 'pandas', "
+            "'lightgbm', 'hydra') if m in sys.modules]; print('HEAVY', heavy)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 0 and "HEAVY []" in res.stdout, res.stdout + res.stderr
+
+
+def test_every_verb_has_help_and_a_composable_config(cli):
+    for verb in ("simulate", "validate", "train", "infer", "audit", "plan", "pipeline",
+                 "compare", "promote"):
+        res = cli(verb, "--help")
+        assert res.returncode == 0, (verb, res.stderr)
+        assert f"pulse-ml {verb}:" in res.stdout and "composed config" in res.stdout
+
+
+def test_unknown_verb_and_override(cli):
+    res = cli("trian")
+    assert res.returncode == 2 and "unknown verb 'trian'" in res.stderr
+    res = cli("validate", "no_such_key=1")
+    assert res.returncode == 2 and "cannot compose the config" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_multirun_runs_each_combination(small_demo, pulse_home, cli):
+    res = cli("validate", "-m", f"data.path={small_demo}", "features=user,no_llm")
+    assert res.returncode == 0, res.stderr
+    assert "[1/2]" in res.stdout and "[2/2]" in res.stdout
+    assert "feature set 'user'" in res.stdout and "feature set 'no_llm'" in res.stdout
