@@ -6,6 +6,7 @@ import json
 import textwrap
 
 import mlflow
+import pandas as pd
 import pytest
 
 from pulse_ml import mlflow_io, tracking
@@ -66,9 +67,10 @@ def test_register_promote_and_load_in_fresh_process(small_demo, pulse_home):
                          timeout=120)
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout.strip().splitlines()[-1])
-    frame_len = len(__import__("pandas").read_parquet(small_demo))
+    frame_len = len(pd.read_parquet(small_demo))
     assert got["n"] == frame_len and 1.0 <= got["min"] <= got["max"] <= 5.0
-    assert got["oof"] == int((__import__("pandas").read_parquet(small_demo)["rating"].notna()).sum())
+    n_labeled = int(pd.read_parquet(small_demo)["rating"].notna().sum())
+    assert got["oof"] == n_labeled
 
 
 def test_worse_model_keeps_champion_and_promote_moves_it(small_demo, pulse_home, cli):
