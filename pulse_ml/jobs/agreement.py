@@ -1,0 +1,220 @@
+r"""Agreement of predictors with human pairwise preferences, overall and per category.
+
+Input: a pairs table (``pairs.path``: pair_id, session_a, session_b, preference in a/b/tie and
+the category column ``pairs.category_column``) and the session table (``data.path``) that holds
+every session of the pairs. Each predictor scores sessions (higher = better) and prefers the
+session with the higher score; a score difference within ``tie_margin`` is a predicted tie.
+
+``predictors`` maps a name to one or more sources; several sources are seeds (training seeds,
+model versions, repeated judge runs) summarised as mean ± sd. A source is a model URI (the
+registered model's honest predictions: out-of-fold for its training sessions) or
+``column:<name>``, a numeric column of the session table (e.g. an LLM judge's score).
+
+Tie rule (``ties``): credit 1 when predictor and human agree (tie = tie included), 0 when they
+pick opposite sessions, 1/2 when exactly one of them says tie. ``exclude`` drops the pairs the
+human called a tie; ``half`` keeps them. Intervals are 95% Wilson intervals (``interval_n``:
+pairs = n counted pairs; pooled = seed x pair outcomes as Interaction-as-a-Judge, narrower).
+Writes agreement.{csv,md,json}, per_source.csv and agreement.png to ``output``.
+
+Examples:
+    pulse-ml agreement pairs.path=pairs.csv
+    pulse-ml agreement pairs.path=pairs.csv 'predictors={judge:[column:judge_o3]}' ties=half
+    pulse-ml agreement pairs.path=pairs.csv ties=half \
+        'predictors={m:[models:/pulse-satisfaction/1,models:/pulse-satisfaction/2]}'
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from pulse_ml.agreement import agreement_outcomes, agreement_table, validate_pairs
+from pulse_ml.errors import DataError, PulseError
+from pulse_ml.report import markdown_table, text_table
+
+COLUMN_PREFIX = "column:"
+
+
+@dataclass(frozen=True)
+class AgreementJob:
+    """Typed settings of ``pulse-ml agreement``."""
+
+    pairs_path: str
+    category_column: str | None
+    data_path: str
+    predictors: dict[str, tuple[str, ...]]
+    ties: str
+    tie_margin: float
+    alpha: float
+    interval_n: str
+    output: Path
+
+
+def job_from_cfg(cfg) -> AgreementJob:
+    """Read the composed config once."""
+    from omegaconf import OmegaConf
+
+    if OmegaConf.is_missing(cfg.pairs, "path") or not cfg.pairs.get("path"):
+        raise PulseError("pulse-ml agreement: `pairs.path` is required: a table with pair_id, "
+                         "session_a, session_b, preference (a, b or tie) and category, e.g. "
+                         "`pulse-ml agreement pairs.path=pairs.csv`.")
+    pairs_path = str(cfg.pairs.path)
+    ties = str(cfg.ties)
+    if ties not in ("exclude", "half"):
+        raise PulseError(f"ties={ties}: use exclude (drop human ties) or half (keep them; "
+                         "one-sided ties earn 1/2).")
+    interval_n = str(cfg.interval_n)
+    if interval_n not in ("pairs", "pooled"):
+        raise PulseError(f"interval_n={interval_n}: use pairs or pooled.")
+    tie_margin = float(cfg.tie_margin)
+    if tie_margin < 0:
+        raise PulseError(f"tie_margin={tie_margin}: must be >= 0.")
+    raw = OmegaConf.to_container(cfg.predictors, resolve=True) if cfg.get("predictors") else \
+        {"model": [str(cfg.model_uri)]}
+    if not isinstance(raw, dict) or not raw:
+        raise PulseError("predictors: give at least one, e.g. "
+                         "'predictors={model:[models:/pulse-satisfaction@champion]}' or "
+                         "'predictors={judge:[column:judge_score]}'.")
+    predictors = {}
+    for name, sources in raw.items():
+        items = [sources] if isinstance(sources, str) else list(sources or [])
+        if not items:
+            raise PulseError(f"predictors.{name}: no source. List model URIs or column:<name>.")
+        predictors[str(name)] = tuple(str(s) for s in items)
+    cat = cfg.pairs.get("category_column")
+    return AgreementJob(pairs_path=pairs_path, category_column=None if cat in (None, "") else
+                        str(cat), data_path=str(cfg.data.path), predictors=predictors,
+                        ties=ties, tie_margin=tie_margin, alpha=float(cfg.alpha),
+                        interval_n=interval_n, output=Path(str(cfg.output)))
+
+
+def _session_ids(sessions: pd.DataFrame, path: str) -> pd.Series:
+    if "session_id" not in sessions.columns:
+        raise DataError(path, ["column 'session_id': missing. The session table needs one id per "
+                               "session (the ids the pairs refer to)."])
+    ids = sessions["session_id"].astype("string").str.strip()
+    dup = ids.duplicated(keep=False) & ids.notna()
+    if dup.any():
+        rows = ", ".join(str(i + 1) for i in np.flatnonzero(dup.to_numpy())[:5])
+        raise DataError(path, [f"column 'session_id': duplicate ids (rows {rows}). Each session "
+                               "must appear once."])
+    return ids.astype(str)
+
+
+def _column_scores(sessions: pd.DataFrame, path: str, column: str) -> np.ndarray:
+    if column not in sessions.columns:
+        raise DataError(path, [f"column '{column}': missing (predictor source column:{column}). "
+                               f"Columns: {', '.join(map(str, sessions.columns[:15]))}."])
+    raw = sessions[column]
+    num = pd.to_numeric(raw, errors="coerce") if raw.dtype != bool else raw.astype(float)
+    bad = num.isna() & raw.notna() & (raw.astype(str).str.strip() != "")
+    if bad.any():
+        idx = np.flatnonzero(bad.to_numpy())
+        vals = ", ".join(repr(v) for v in pd.unique(raw[bad].astype(str))[:5])
+        raise DataError(path, [f"column '{column}': non-numeric scores ({vals}) in "
+                               f"{len(idx)} row(s): rows {', '.join(str(i + 1) for i in idx[:5])}"
+                               ". A predictor column holds numbers (higher = better)."])
+    return num.to_numpy(float)
+
+
+def _model_scores(sessions: pd.DataFrame, path: str, uri: str, cache: dict) -> np.ndarray:
+    from pulse_ml import mlflow_io, tracking
+    from pulse_ml.data.table import validate_frame
+    from pulse_ml.jobs.infer import check_model_columns, predictions
+
+    if uri not in cache:
+        tracking.setup(tracking.INFER_EXPERIMENT)
+        ensemble, _ = mlflow_io.load_registered(uri)
+        check_model_columns(sessions, ensemble, path)
+        table = validate_frame(sessions, path, ensemble.features, {}, only=[])
+        cache[uri] = predictions(ensemble, table, "crossfit")[0]
+    return cache[uri]
+
+
+def _bar_chart(summary: pd.DataFrame, path: Path, ties: str) -> None:
+    """Per-category agreement bars (one colour per predictor) with Wilson error bars."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cats = list(dict.fromkeys(summary["category"]))
+    preds = list(dict.fromkeys(summary["predictor"]))
+    width = 0.8 / len(preds)
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(cats) * max(1, len(preds)) ** 0.5), 4))
+    for i, name in enumerate(preds):
+        sub = summary[summary["predictor"] == name].set_index("category").reindex(cats)
+        xs = np.arange(len(cats)) + (i - (len(preds) - 1) / 2) * width
+        err = np.vstack([sub["agreement_pct"] - sub["ci_lower_pct"],
+                         sub["ci_upper_pct"] - sub["agreement_pct"]])
+        ax.bar(xs, sub["agreement_pct"], width, yerr=np.nan_to_num(err), capsize=3, label=name)
+    ax.axhline(50, color="black", lw=0.7, ls="--")
+    n = summary.groupby("category")["n_pairs"].max().reindex(cats)
+    ax.set_xticks(range(len(cats)), [f"{c}\n(n={k})" for c, k in zip(cats, n, strict=True)],
+                  rotation=30, ha="right", fontsize=8)
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("agreement with human preference (%)")
+    ax.set_title(f"Pairwise agreement per category (95% Wilson; ties={ties})", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def run(cfg) -> pd.DataFrame:
+    """Entry point of ``pulse-ml agreement``; returns the summary table."""
+    from pulse_ml.data.io import read_frame
+
+    job = job_from_cfg(cfg)
+    pairs_raw = read_frame(job.pairs_path)
+    sessions = read_frame(job.data_path)
+    ids = _session_ids(sessions, job.data_path)
+    pairs = validate_pairs(pairs_raw, job.pairs_path, ids, job.category_column, job.data_path)
+    pos = pd.Series(np.arange(len(ids)), index=ids.to_numpy())
+    ia, ib = pos[pairs["session_a"]].to_numpy(), pos[pairs["session_b"]].to_numpy()
+    outcomes: dict[str, dict[str, np.ndarray]] = {}
+    notes, cache = [], {}
+    for name, sources in job.predictors.items():
+        outcomes[name] = {}
+        for src in sources:
+            if src.startswith(COLUMN_PREFIX):
+                scores = _column_scores(sessions, job.data_path, src[len(COLUMN_PREFIX):])
+            else:
+                scores = _model_scores(sessions, job.data_path, src, cache)
+            sa, sb = scores[ia], scores[ib]
+            missing = int((np.isnan(sa) | np.isnan(sb)).sum())
+            if missing:
+                notes.append(f"{name} / {src}: {missing} pair(s) skipped (a session has no "
+                             "score).")
+            outcomes[name][src] = agreement_outcomes(pairs["human"].to_numpy(), sa, sb,
+                                                     job.ties, job.tie_margin)
+    summary, per_source = agreement_table(pairs["category"].to_numpy(), outcomes, job.alpha,
+                                          job.interval_n)
+    n_ties = int((pairs["human"] == 0).sum())
+    rule = (f"{n_ties} human tie(s) {'excluded' if job.ties == 'exclude' else 'kept'}; "
+            f"predicted tie if |score_a - score_b| <= {job.tie_margin:g}; credit 1 agree, 0 "
+            "opposite, 1/2 when exactly one side is a tie")
+    out = job.output
+    out.mkdir(parents=True, exist_ok=True)
+    summary.to_csv(out / "agreement.csv", index=False)
+    per_source.to_csv(out / "per_source.csv", index=False)
+    (out / "agreement.json").write_text(json.dumps(
+        {"pairs": job.pairs_path, "sessions": job.data_path, "ties": job.ties,
+         "tie_margin": job.tie_margin, "interval_n": job.interval_n, "rule": rule,
+         "notes": notes, "predictors": {k: list(v) for k, v in job.predictors.items()},
+         "summary": summary.to_dict(orient="records")}, indent=2, default=str))
+    (out / "agreement.md").write_text(
+        f"# Agreement with human pairwise preferences ({len(pairs)} pairs)\n\n{rule}.\n\n"
+        + markdown_table(summary, 1) + "\n" + "".join(f"\n> note: {n}" for n in notes) + "\n")
+    _bar_chart(summary, out / "agreement.png", job.ties)
+    print(f"{len(pairs)} pairs; {rule}.")
+    print(text_table(summary, digits=1))
+    for note in notes:
+        print(f"note: {note}")
+    print(f"\nwritten to {out}: agreement.csv, agreement.md, agreement.json, per_source.csv, "
+          "agreement.png")
+    return summary

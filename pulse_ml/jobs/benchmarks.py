@@ -1,0 +1,260 @@
+"""Human effect per task type (Delta_H) vs benchmark deltas (Delta_B), as the paper's Table 3.
+
+Each comparison (conf/benchmarks/<name>.yaml: the paper's claude37_vs_claude4 and
+claude4_vs_gpt5 are shipped) lists task types with a benchmark delta and the session-table
+categories (column ``category_column``, default task_category) that make up its human subset.
+
+source=model (default): for each task type, the PPI++ effect between the case study's two arms on
+that subset, with honest (cross-fitted) predictions of the registered model ``model_uri``; in
+stars and in % of the control mean (Delta_H, as the paper). Task types with fewer than
+``min_labeled`` labeled sessions in an arm (paper: 35) or no mapped category are skipped with a
+note. source=paper: Delta_H is the table's own printed column (no model, no data).
+
+Either way it reports Pearson r(Delta_H, Delta_B) with a seeded bootstrap CI over task types,
+always also for the table's own columns, beside the value the paper prints (0.66 / -0.18; the
+text says -0.11 for claude4_vs_gpt5), and says when they differ. Writes deltas.csv,
+categories.csv (source=model), correlation.{csv,json}, benchmarks.md and scatter.png to
+``output``.
+
+Examples:
+    pulse-ml benchmarks source=paper
+    pulse-ml benchmarks comparisons=[claude4_vs_gpt5] min_labeled=35
+    pulse-ml benchmarks comparisons=[my_benchmarks.yaml] category_column=task_type
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from pulse_ml.benchmarks import (
+    BenchmarkComparison,
+    category_effects,
+    correlate,
+    correlation_sentences,
+    human_deltas,
+    load_comparisons,
+    paper_deltas,
+)
+from pulse_ml.errors import PulseError
+from pulse_ml.inference import InferenceSettings
+from pulse_ml.report import markdown_table, text_table
+
+
+@dataclass(frozen=True)
+class BenchmarksJob:
+    """Typed settings of ``pulse-ml benchmarks``."""
+
+    source: str
+    comparisons: tuple[str, ...] | None
+    model_uri: str
+    data_path: str
+    category_column: str
+    min_labeled: int
+    settings: InferenceSettings
+    n_boot: int
+    seed: int
+    output: Path
+    case_study_dirs: tuple[str, ...] = ()
+
+
+def job_from_cfg(cfg) -> BenchmarksJob:
+    """Read the composed config once."""
+    source = str(cfg.source)
+    if source not in ("model", "paper"):
+        raise PulseError(f"source={source}: use model (Delta_H from the session table) or paper "
+                         "(Table 3's own Delta_H column).")
+    clusters = str(cfg.clusters)
+    if clusters not in ("user_id", "none"):
+        raise PulseError(f"clusters={clusters}: use user_id or none.")
+    min_labeled = int(cfg.min_labeled)
+    if min_labeled < 2:
+        raise PulseError(f"min_labeled={min_labeled}: at least 2 labeled sessions per arm are "
+                         "needed for an interval.")
+    n_boot = int(cfg.bootstrap.n)
+    if n_boot < 100:
+        raise PulseError(f"bootstrap.n={n_boot}: use at least 100 resamples.")
+    value = cfg.comparisons
+    if value in (None, "all", "ALL"):
+        names = None
+    elif isinstance(value, str):
+        names = tuple(v.strip() for v in value.split(",") if v.strip())
+    else:
+        names = tuple(str(v) for v in value)
+    return BenchmarksJob(
+        source=source, comparisons=names, model_uri=str(cfg.model_uri),
+        data_path=str(cfg.data.path), category_column=str(cfg.category_column),
+        min_labeled=min_labeled,
+        settings=InferenceSettings(alpha=float(cfg.alpha), clusters=clusters == "user_id",
+                                   n_permutations=0, seed=int(cfg.bootstrap.seed)),
+        n_boot=n_boot, seed=int(cfg.bootstrap.seed), output=Path(str(cfg.output)),
+        case_study_dirs=tuple(str(d) for d in (cfg.get("case_study_dirs") or [])))
+
+
+def _model_deltas(job: BenchmarksJob, comparisons: list[BenchmarkComparison]):
+    """Delta_H per row (and per category) from the session table and the registered model."""
+    from pulse_ml import mlflow_io, tracking
+    from pulse_ml.case_studies import load_configured
+    from pulse_ml.data.table import read_table, validate_frame
+    from pulse_ml.jobs.infer import check_model_columns, predictions
+
+    raw = read_table(job.data_path)
+    if job.category_column not in raw.columns:
+        raise PulseError(f"{job.data_path}: column '{job.category_column}' (category_column) is "
+                         f"missing. Columns: {', '.join(map(str, raw.columns[:15]))}. Set "
+                         "category_column=<column> or add the column.")
+    in_data = set(raw["case_study"].dropna().astype(str)) if "case_study" in raw else set()
+    notes, wanted = [], []
+    for comp in comparisons:
+        if comp.case_study in in_data:
+            wanted.append(comp)
+        elif job.comparisons is not None:
+            raise PulseError(f"{job.data_path}: column 'case_study' has no session of case "
+                             f"study '{comp.case_study}' (comparison '{comp.name}'); present: "
+                             f"{', '.join(sorted(in_data)) or 'none'}. Pick another comparison "
+                             "or use source=paper.")
+        else:
+            notes.append(f"comparison '{comp.name}' skipped: case study '{comp.case_study}' "
+                         "is not in the data.")
+    if not wanted:
+        raise PulseError(f"{job.data_path}: none of the comparisons' case studies "
+                         f"({', '.join(c.case_study for c in comparisons)}) is in column "
+                         "'case_study'. Use source=paper to correlate the paper's own columns.")
+    tracking.setup(tracking.INFER_EXPERIMENT)
+    ensemble, version = mlflow_io.load_registered(job.model_uri)
+    check_model_columns(raw, ensemble, job.data_path)
+    table = validate_frame(raw, job.data_path, ensemble.features,
+                           load_configured(job.case_study_dirs), [c.case_study for c in wanted])
+    preds, _ = predictions(ensemble, table, "crossfit")
+    deltas, cats = [], []
+    for comp in wanted:
+        study = table.case_study(comp.case_study)
+        deltas.append(human_deltas(comp, table, preds, study, job.category_column,
+                                   job.min_labeled, job.settings))
+        cat = category_effects(table, preds, study, job.category_column, job.min_labeled,
+                               job.settings)
+        cat.insert(0, "comparison", comp.name)
+        cats.append(cat)
+    meta = {"model": job.model_uri, "model_family": ensemble.family,
+            "model_version": None if version is None else str(version.version)}
+    return wanted, deltas, pd.concat(cats, ignore_index=True), notes + list(table.notes), meta
+
+
+def _scatter(deltas: pd.DataFrame, corr: pd.DataFrame, path: Path) -> None:
+    """Delta_H vs Delta_B, one panel per comparison, points labeled by benchmark."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(dict.fromkeys(deltas["comparison"]))
+    fig, axes = plt.subplots(1, len(names), figsize=(5.2 * len(names), 4.4), squeeze=False)
+    for ax, name in zip(axes[0], names, strict=True):
+        sub = deltas[deltas["comparison"] == name]
+        used = sub[sub["used"].astype(bool)]
+        err = None
+        if used["delta_h_ci_lower"].notna().any():
+            err = [used["delta_h"] - used["delta_h_ci_lower"],
+                   used["delta_h_ci_upper"] - used["delta_h"]]
+        label = ("Delta_H (paper Table 3)" if (sub["source"] == "paper").all() else
+                 "Delta_H (PPI++, this data)")
+        ax.errorbar(used["delta_b"], used["delta_h"], yerr=err, fmt="o", color="#1f77b4",
+                    capsize=3, label=label)
+        if (sub["source"] == "model").any():
+            ax.scatter(sub["delta_b"], sub["delta_h_paper"], marker="x", color="#7f7f7f",
+                       label="Delta_H (paper)")
+        for row in used.itertuples(index=False):
+            ax.annotate(row.benchmark, (row.delta_b, row.delta_h), fontsize=7,
+                        xytext=(4, 3), textcoords="offset points")
+        ax.axhline(0, color="black", lw=0.6)
+        ax.axvline(0, color="black", lw=0.6)
+        c = corr[(corr["comparison"] == name) & (corr["source"] == sub["source"].iloc[0])]
+        r = c["pearson_r"].iloc[0] if len(c) else float("nan")
+        printed = c["paper_printed_r"].iloc[0] if len(c) else None
+        title = f"{name}\nPearson r = {r:.3f}"
+        if printed is not None and pd.notna(printed):
+            title += f" (paper prints {printed:+.2f})"
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("Delta_B: benchmark change (%)")
+        ax.set_ylabel("Delta_H: human rating change (% of control)")
+        ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _write(job: BenchmarksJob, deltas: pd.DataFrame, cats: pd.DataFrame | None,
+           corr: pd.DataFrame, lines: list[str], notes: list[str], meta: dict) -> list[Path]:
+    out = job.output
+    out.mkdir(parents=True, exist_ok=True)
+    files = [out / "deltas.csv", out / "correlation.csv", out / "correlation.json",
+             out / "benchmarks.md", out / "scatter.png"]
+    deltas.to_csv(files[0], index=False)
+    corr.to_csv(files[1], index=False)
+    files[2].write_text(json.dumps({**meta, "summary": lines, "notes": notes,
+                                    "correlations": corr.to_dict(orient="records")},
+                                   indent=2, default=str))
+    md = [f"# Human Delta_H vs benchmark Delta_B (source={job.source})", ""]
+    md += [f"- {line}" for line in lines] + [""]
+    md += [markdown_table(_view(deltas), 2), "", markdown_table(corr, 3)]
+    if cats is not None:
+        cats.to_csv(out / "categories.csv", index=False)
+        files.insert(1, out / "categories.csv")
+        md += ["", "## Effect per category", "", markdown_table(cats, 3)]
+    md += [""] + [f"> note: {n}" for n in notes]
+    files[files.index(out / "benchmarks.md")].write_text("\n".join(md) + "\n")
+    _scatter(deltas, corr, out / "scatter.png")
+    return files
+
+
+def _view(deltas: pd.DataFrame) -> pd.DataFrame:
+    cols = ["comparison", "task_type", "benchmark", "categories", "delta_b", "delta_h_paper",
+            "delta_h", "delta_h_ci_lower", "delta_h_ci_upper", "effect", "n_labeled_control",
+            "n_labeled_treatment", "used", "note"]
+    view = deltas[cols].rename(columns={"delta_h_paper": "dH_paper", "delta_h": "dH",
+                                        "delta_h_ci_lower": "dH_lo", "delta_h_ci_upper": "dH_hi",
+                                        "delta_b": "dB", "n_labeled_control": "n_c",
+                                        "n_labeled_treatment": "n_t"})
+    if (deltas["source"] == "paper").all():
+        view = view.drop(columns=["dH_lo", "dH_hi", "effect", "n_c", "n_t", "categories"])
+    return view
+
+
+def run(cfg) -> pd.DataFrame:
+    """Entry point of ``pulse-ml benchmarks``; returns the correlation table."""
+    job = job_from_cfg(cfg)
+    comparisons = load_comparisons(job.comparisons)
+    alpha = job.settings.alpha
+    corr_rows = [correlate(paper_deltas(c), c, "paper", job.n_boot, alpha, job.seed)
+                 for c in comparisons]
+    notes: list[str] = []
+    cats = None
+    meta: dict = {"source": job.source}
+    if job.source == "paper":
+        frames = [paper_deltas(c) for c in comparisons]
+    else:
+        wanted, frames, cats, notes, info = _model_deltas(job, comparisons)
+        meta.update(info)
+        corr_rows += [correlate(d, c, "model", job.n_boot, alpha, job.seed)
+                      for c, d in zip(wanted, frames, strict=True)]
+        for d in frames:
+            for row in d[~d["used"].astype(bool)].itertuples(index=False):
+                notes.append(f"{row.comparison}: '{row.task_type}' skipped: {row.note}.")
+    deltas = pd.concat(frames, ignore_index=True)
+    deltas.insert(1, "source", job.source)
+    corr = pd.DataFrame(corr_rows)
+    lines = correlation_sentences(corr_rows)
+    files = _write(job, deltas, cats, corr, lines, notes, meta)
+    print(text_table(_view(deltas), digits=2))
+    print()
+    print(text_table(corr, digits=3))
+    print()
+    for line in lines:
+        print(line)
+    for note in notes:
+        print(f"note: {note}")
+    print(f"\nwritten to {job.output}: " + ", ".join(f.name for f in files))
+    return corr
