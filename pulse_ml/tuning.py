@@ -78,7 +78,17 @@ class CVObjective:
         self._masks = [folds == k for k in np.unique(folds)]
 
     def __call__(self, trial) -> float:
-        """Cross-validate one hyper-parameter sample; returns the objective value."""
+        """Cross-validate one hyper-parameter sample; returns the objective value.
+
+        OpenMP/BLAS run single-threaded inside the folds: parallelism comes from
+        ``tuning.workers`` processes (multi-threaded fits stall when the other core is busy).
+        """
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1):
+            return self._cross_validate(trial)
+
+    def _cross_validate(self, trial) -> float:
         import optuna
 
         params = suggest(trial, self.spec.search_space)

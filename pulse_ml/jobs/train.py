@@ -87,6 +87,7 @@ def train_family(table: SessionTable, spec: ModelSpec, tuning: TuningSettings,
                  progress: bool = True) -> TrainResult:
     """Tune, log, register and (maybe) promote one family. The MLflow side of ``run``."""
     import mlflow
+    from threadpoolctl import threadpool_limits
 
     from pulse_ml import mlflow_io, tracking
 
@@ -110,8 +111,9 @@ def train_family(table: SessionTable, spec: ModelSpec, tuning: TuningSettings,
         if not complete:
             raise PulseError(f"model '{spec.name}': no trial completed (all pruned or failed).")
         best = study.best_trial
-        ensemble = fit_crossfit(lambda: build_pipeline(spec, features, best.params), labeled, y,
-                                folds, features, spec.name)
+        with threadpool_limits(limits=1):  # same threading as the trials: same numbers
+            ensemble = fit_crossfit(lambda: build_pipeline(spec, features, best.params),
+                                    labeled, y, folds, features, spec.name)
         metrics = cv_metrics(y, ensemble.oof["prediction"].to_numpy(), folds)
         seconds = time.perf_counter() - start
         mlflow_io.log_family_run(
