@@ -152,3 +152,15 @@ def test_compare_lists_families(small_demo, pulse_home, cli):
     assert "lightgbm" in res.stdout and "mean" in res.stdout
     assert (pulse_home / "results" / "compare" / "comparison.md").is_file()
     assert (pulse_home / "results" / "compare" / "comparison.png").stat().st_size > 1000
+
+
+def test_pearson_objective_maximizes(small_demo, pulse_home):
+    res = _train(small_demo, "model=lightgbm", "objective=cv_pearson", "tuning.n_trials=4",
+                 "register=false")
+    run = mlflow.get_run(res.run_id)
+    assert run.data.tags["objective"] == "cv_pearson"
+    trials = mlflow.search_runs([run.info.experiment_id],
+                                filter_string=f"tags.mlflow.parentRunId = '{res.run_id}'")
+    best = trials["metrics.objective"].max()
+    assert res.metrics.pearson == pytest.approx(best, abs=1e-9)
+    assert res.version is None and "not registered" in res.promotion_reason
