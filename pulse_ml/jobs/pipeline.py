@@ -58,6 +58,7 @@ def run(cfg) -> dict:
     icfg = compose("infer", [f"data.path={cfg.data.path}", f"alpha={cfg.infer.alpha}",
                              f"ppi.predictions={cfg.infer.predictions}",
                              f"clusters={cfg.infer.clusters}", f"output={cfg.infer.output}"])
+    icfg.case_study_dirs = list(cfg.get("case_study_dirs") or [])
     effects = infer.run(icfg)
     fams = pd.DataFrame([{
         "family": r.family, "features": r.feature_set, "trials": r.n_trials,

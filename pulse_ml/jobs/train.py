@@ -25,7 +25,7 @@ import pandas as pd
 
 from pulse_ml import settings as cfg_io
 from pulse_ml.data.fingerprint import data_fingerprint
-from pulse_ml.data.table import SessionTable
+from pulse_ml.data.table import SessionTable, load_sessions
 from pulse_ml.errors import PulseError
 from pulse_ml.features import FeatureSet
 from pulse_ml.jobs.demo import ensure_demo_data
@@ -186,7 +186,8 @@ def run(cfg) -> TrainResult:
     from omegaconf import OmegaConf
 
     ensure_demo_data(cfg.data.path, bool(cfg.data.get("simulate_if_missing", True)))
-    table = cfg_io.load_table(cfg)
+    # Training uses every labeled session; case studies matter only to infer.
+    table = load_sessions(cfg.data.path, cfg_io.feature_set(cfg), {}, only=[])
     spec = model_spec(cfg)
     tuning = tuning_settings(cfg)
     if str(cfg.promote) not in ("auto", "never"):
