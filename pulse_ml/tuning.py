@@ -39,6 +39,12 @@ class TuningSettings:
     n_splits: int = 5
     cv_seed: int = 42
     prune: bool = True
+    sampler_seed: int | None = None
+
+    @property
+    def tpe_seed(self) -> int:
+        """Seed of the TPE sampler: ``sampler_seed`` when set (one per machine), else ``seed``."""
+        return self.seed if self.sampler_seed is None else self.sampler_seed
 
 
 def make_folds(n: int, n_splits: int, seed: int) -> np.ndarray:
@@ -129,7 +135,7 @@ def open_study(settings: TuningSettings, study_name: str, worker: int = 0):
     """Create or load the study (seeded TPE, median pruner) — resumable with a storage."""
     import optuna
 
-    sampler = optuna.samplers.TPESampler(seed=settings.seed + worker)
+    sampler = optuna.samplers.TPESampler(seed=settings.tpe_seed + worker)
     pruner = (optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=1)
               if settings.prune else optuna.pruners.NopPruner())
     return optuna.create_study(study_name=study_name, storage=_storage(settings.storage),

@@ -61,7 +61,8 @@ def tuning_settings(cfg) -> TuningSettings:
         storage=None if t.storage in (None, "", "none") else str(t.storage),
         study_name=t.study_name, workers=int(t.workers), objective=str(cfg.objective),
         seed=int(cfg.seed), n_splits=int(cfg.cv.n_splits), cv_seed=int(cfg.cv.seed),
-        prune=bool(t.prune))
+        prune=bool(t.prune),
+        sampler_seed=None if t.get("sampler_seed") is None else int(t.sampler_seed))
 
 
 def model_spec(cfg) -> ModelSpec:

@@ -1,0 +1,70 @@
+"""Predict satisfaction for every session of a large table, chunk by chunk (bounded memory).
+
+Loads the registered cross-fit ensemble (``model_uri``, default the ``champion``), streams
+``data.path`` (Parquet or CSV) in chunks of ``chunk_size`` rows reading only ``session_id`` and
+the model's feature columns, checks each chunk against the contract, and appends the predictions
+to ``out`` (Parquet: ``session_id``, ``prediction``, ``honest``; same row order as the input).
+With ``honest=true`` sessions that were in the model's training data get their out-of-fold
+prediction (``honest`` = 1), all others the mean of the fold models. Peak memory depends on
+``chunk_size``, not on the number of sessions; the output appears only when every chunk passed.
+
+Examples:
+    pulse-ml score data.path=big_sessions.parquet out=predictions.parquet
+    pulse-ml score data.path=sessions.csv chunk_size=50000 honest=false
+    pulse-ml score model_uri=models:/pulse-satisfaction/3 data.path=s.parquet
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pulse_ml.errors import PulseError
+from pulse_ml.scoring import ScoreResult, ScoreSettings, preflight, score_file
+
+
+@dataclass(frozen=True)
+class ScoreJob:
+    """Typed settings of ``pulse-ml score``."""
+
+    model_uri: str
+    data_path: Path
+    out: Path
+    settings: ScoreSettings
+
+
+def job_from_cfg(cfg) -> ScoreJob:
+    """Read the composed config once."""
+    try:
+        chunk_size = int(cfg.chunk_size)
+    except (TypeError, ValueError):
+        raise PulseError(f"chunk_size={cfg.chunk_size}: use a whole number of rows, e.g. "
+                         "chunk_size=100000.") from None
+    honest = cfg.honest
+    if not isinstance(honest, bool):
+        raise PulseError(f"honest={honest}: use true or false.")
+    return ScoreJob(model_uri=str(cfg.model_uri), data_path=Path(str(cfg.data.path)),
+                    out=Path(str(cfg.out)),
+                    settings=ScoreSettings(chunk_size=chunk_size, honest=honest,
+                                           progress=bool(cfg.get("progress", True))))
+
+
+def run(cfg) -> ScoreResult:
+    """Entry point of ``pulse-ml score``."""
+    from pulse_ml import mlflow_io, tracking
+
+    job = job_from_cfg(cfg)
+    preflight(job.data_path, job.out, job.settings)  # fail fast, before loading the model
+    tracking.setup(tracking.INFER_EXPERIMENT)
+    ensemble, version = mlflow_io.load_registered(job.model_uri)
+    label = job.model_uri + (f" (version {version.version})" if version is not None else "")
+    mode = ("honest (out-of-fold for training sessions)" if job.settings.honest
+            else "fold-model mean for every session")
+    print(f"scoring {job.data_path} with {label}, {ensemble.family}, features "
+          f"'{ensemble.features.name}', chunks of {job.settings.chunk_size} rows, {mode}")
+    result = score_file(ensemble, job.data_path, job.out, job.settings, model_name=job.model_uri)
+    rate = result.n_rows / result.seconds if result.seconds > 0 else float("inf")
+    print(f"scored {result.n_rows} sessions in {result.n_chunks} chunk(s), {result.seconds:.1f} s "
+          f"({rate:,.0f} rows/s); {result.n_honest} got their out-of-fold prediction")
+    print(f"written to {result.out}")
+    return result

@@ -1,0 +1,129 @@
+"""Chunked scoring equals in-memory prediction (real cross-fit ensemble, real files)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from pulse_ml import settings as cfg_io
+from pulse_ml.config import compose
+from pulse_ml.errors import DataError, PulseError
+from pulse_ml.jobs import train
+from pulse_ml.models.crossfit import fit_crossfit
+from pulse_ml.models.factory import build_pipeline
+from pulse_ml.scoring import ScoreSettings, score_file
+from pulse_ml.tuning import make_folds
+
+
+@pytest.fixture(scope="module")
+def ensemble(small_demo):
+    """A real LightGBM cross-fit ensemble on the labeled demo sessions (no MLflow needed)."""
+    cfg = compose("train", [f"data.path={small_demo}", "model=lightgbm"])
+    table = cfg_io.load_table(cfg)
+    spec = train.model_spec(cfg)
+    labeled, y = train.training_data(table)
+    folds = make_folds(len(y), 5, 42)
+    params = {"n_estimators": 40, "num_leaves": 8}
+    return fit_crossfit(lambda: build_pipeline(spec, table.features, params), labeled, y,
+                        folds, table.features, spec.name)
+
+
+@pytest.fixture(scope="module")
+def frame(small_demo) -> pd.DataFrame:
+    return pd.read_parquet(small_demo)
+
+
+def _score(ensemble, src, out, chunk_size, honest=True):
+    return score_file(ensemble, src, out, ScoreSettings(chunk_size=chunk_size, honest=honest,
+                                                        progress=False))
+
+
+def test_parquet_chunks_equal_in_memory_honest_predict(ensemble, frame, tmp_path):
+    src = tmp_path / "in.parquet"
+    frame.to_parquet(src, index=False, row_group_size=1000)  # row groups != chunks
+    out = tmp_path / "scores.parquet"
+    result = _score(ensemble, src, out, chunk_size=700)
+    expected, used = ensemble.honest_predict(frame)
+    got = pd.read_parquet(out)
+    assert result.n_chunks == int(np.ceil(len(frame) / 700)) and result.n_chunks > 3
+    assert result.n_rows == len(frame) == len(got)
+    assert list(got.columns) == ["session_id", "prediction", "honest"]
+    assert got["session_id"].tolist() == frame["session_id"].astype(str).tolist()
+    np.testing.assert_allclose(got["prediction"].to_numpy(), expected, rtol=1e-12, atol=1e-12)
+    assert got["honest"].to_numpy().tolist() == used.astype(int).tolist()
+    assert result.n_honest == int(frame["rating"].notna().sum()) == int(used.sum()) > 0
+    assert not (tmp_path / "scores.parquet.partial").exists()
+    # out-of-fold values differ from the ensemble mean on training sessions: honesty matters
+    mean = ensemble.predict(frame)
+    assert not np.allclose(got["prediction"].to_numpy()[used], mean[used])
+    assert pq.ParquetFile(out).schema_arrow.field("honest").type == "int8"
+
+
+def test_csv_chunks_equal_in_memory_predict(ensemble, frame, tmp_path):
+    src = tmp_path / "in.csv"
+    shuffled = frame.sample(frac=1.0, random_state=3).reset_index(drop=True)
+    shuffled.to_csv(src, index=False)
+    out = tmp_path / "scores.parquet"
+    result = _score(ensemble, src, out, chunk_size=1100, honest=False)
+    got = pd.read_parquet(out)
+    assert result.n_chunks == 3 and result.n_honest == 0
+    assert got["session_id"].tolist() == shuffled["session_id"].astype(str).tolist()
+    np.testing.assert_allclose(got["prediction"].to_numpy(), ensemble.predict(shuffled),
+                               rtol=1e-12, atol=1e-12)
+    assert (got["honest"] == 0).all()
+    honest = _score(ensemble, src, tmp_path / "honest.parquet", chunk_size=500)
+    expected, used = ensemble.honest_predict(shuffled)
+    np.testing.assert_allclose(pd.read_parquet(tmp_path / "honest.parquet")["prediction"],
+                               expected, rtol=1e-12, atol=1e-12)
+    assert honest.n_honest == int(used.sum())
+
+
+def test_one_chunk_equals_many_chunks(ensemble, small_demo, tmp_path):
+    _score(ensemble, small_demo, tmp_path / "one.parquet", chunk_size=10**6)
+    _score(ensemble, small_demo, tmp_path / "many.parquet", chunk_size=333)
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "one.parquet"),
+                                  pd.read_parquet(tmp_path / "many.parquet"))
+
+
+def test_bad_values_in_a_late_chunk_name_file_rows_and_leave_no_output(ensemble, frame,
+                                                                      tmp_path):
+    bad = frame.copy()
+    bad["user_message_count"] = bad["user_message_count"].astype(float)
+    bad.loc[2500, "user_message_count"] = np.nan
+    bad.loc[2600, "task_category"] = "write_poems"
+    bad.loc[2700, "git_push"] = 3
+    src = tmp_path / "bad.parquet"
+    bad.to_parquet(src, index=False)
+    out = tmp_path / "scores.parquet"
+    with pytest.raises(DataError) as err:
+        _score(ensemble, src, out, chunk_size=1000)
+    msg = str(err.value)
+    assert str(src) in msg
+    assert "column 'user_message_count': empty/NaN" in msg and "row 2501" in msg
+    assert f"session_id={bad.loc[2500, 'session_id']}" in msg
+    assert "'write_poems'" in msg and "row 2601" in msg and "Allowed: fix_bugs" in msg
+    assert "column 'git_push'" in msg and "row 2701" in msg
+    assert "chunk 3, rows 2001-3000" in msg
+    assert not out.exists() and not (tmp_path / "scores.parquet.partial").exists()
+
+
+def test_missing_columns_are_one_clear_error(ensemble, frame, tmp_path):
+    src = tmp_path / "in.csv"
+    frame.drop(columns=["git_rebase", "user_sentiment"]).to_csv(src, index=False)
+    with pytest.raises(PulseError, match=r"missing column\(s\) 'user_sentiment', 'git_rebase'"):
+        _score(ensemble, src, tmp_path / "o.parquet", chunk_size=100)
+
+
+def test_settings_and_model_problems_are_clear(ensemble, small_demo, tmp_path):
+    with pytest.raises(PulseError, match="chunk_size=0"):
+        _score(ensemble, small_demo, tmp_path / "o.parquet", chunk_size=0)
+    with pytest.raises(PulseError, match="use a .parquet name"):
+        _score(ensemble, small_demo, tmp_path / "o.csv", chunk_size=10)
+    with pytest.raises(PulseError, match="unsupported extension"):
+        _score(ensemble, tmp_path / "x.xlsx", tmp_path / "o.parquet", chunk_size=10)
+    no_oof = type(ensemble)(models=ensemble.models, features=ensemble.features,
+                            family=ensemble.family, oof=ensemble.oof.iloc[:0])
+    with pytest.raises(PulseError, match="honest=false"):
+        _score(no_oof, small_demo, tmp_path / "o.parquet", chunk_size=10)
