@@ -7,13 +7,16 @@ and returns typed results. The honest predictions come from
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from pulse_ml.case_studies import CaseStudy
 from pulse_ml.data.table import SessionTable
+from pulse_ml.errors import PulseError
 from pulse_ml.stats import compare_arms, compare_features, labeled_shift, permutation_pvalue
 from pulse_ml.stats.compare import ArmComparison
 
@@ -131,3 +134,36 @@ def effects_frame(results: list[CaseStudyResult]) -> pd.DataFrame:
 def settings_dict(settings: InferenceSettings) -> dict:
     """Settings as a plain dict (for logging)."""
     return asdict(settings)
+
+
+def predictions(ensemble, table: SessionTable, mode: str) -> tuple[np.ndarray, int]:
+    """Predictions for every session; returns them and how many labeled got an OOF value."""
+    if mode == "in_sample":
+        return ensemble.predict(table.frame), 0
+    if ensemble.oof is None or len(ensemble.oof) == 0:
+        raise PulseError("the model version has no out-of-fold predictions, and honest mode "
+                         "(ppi.predictions=crossfit) needs them. Re-register it with "
+                         "`pulse-ml train`, or use ppi.predictions=in_sample (not valid).")
+    preds, used = ensemble.honest_predict(table.frame)
+    return preds, int((used & table.labeled).sum())
+
+
+def load_ground_truth(data_path: str) -> dict[str, float]:
+    """True effects from ``ground_truth.json`` next to simulated data (else empty)."""
+    path = Path(data_path).with_name("ground_truth.json")
+    if not path.is_file():
+        return {}
+    try:
+        effects = json.loads(path.read_text()).get("effects", {})
+        return {k: float(v["effect"]) for k, v in effects.items()}
+    except (ValueError, KeyError, TypeError):
+        return {}
+
+
+def check_model_columns(frame: pd.DataFrame, ensemble, path: str) -> None:
+    """Fail early when the table lacks features the model needs."""
+    missing = [c for c in ensemble.features.names if c not in frame.columns]
+    if missing:
+        raise PulseError(f"{path}: the model (feature set '{ensemble.features.name}') needs "
+                         f"column(s) {', '.join(missing)}, which the table lacks. Extract them "
+                         "(pulse-ml extract) or use a model trained on another feature set.")

@@ -124,7 +124,7 @@ def _column_scores(sessions: pd.DataFrame, path: str, column: str) -> np.ndarray
 def _model_scores(sessions: pd.DataFrame, path: str, uri: str, cache: dict) -> np.ndarray:
     from pulse_ml import mlflow_io, tracking
     from pulse_ml.data.table import validate_frame
-    from pulse_ml.jobs.infer import check_model_columns, predictions
+    from pulse_ml.inference import check_model_columns, predictions
 
     if uri not in cache:
         tracking.setup(tracking.INFER_EXPERIMENT)

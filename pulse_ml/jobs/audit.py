@@ -19,8 +19,12 @@ from pathlib import Path
 from pulse_ml import settings as cfg_io
 from pulse_ml.data.table import read_table, validate_frame
 from pulse_ml.errors import PulseError
-from pulse_ml.inference import InferenceSettings
-from pulse_ml.jobs.infer import check_model_columns, load_ground_truth, predictions
+from pulse_ml.inference import (
+    InferenceSettings,
+    check_model_columns,
+    load_ground_truth,
+    predictions,
+)
 
 
 def run(cfg):

@@ -99,7 +99,7 @@ def _model_deltas(job: BenchmarksJob, comparisons: list[BenchmarkComparison]):
     from pulse_ml import mlflow_io, tracking
     from pulse_ml.case_studies import load_configured
     from pulse_ml.data.table import read_table, validate_frame
-    from pulse_ml.jobs.infer import check_model_columns, predictions
+    from pulse_ml.inference import check_model_columns, predictions
 
     raw = read_table(job.data_path)
     if job.category_column not in raw.columns:
