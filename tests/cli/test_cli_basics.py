@@ -49,3 +49,15 @@ def test_multirun_runs_each_combination(small_demo, pulse_home, cli):
     assert res.returncode == 0, res.stderr
     assert "[1/2]" in res.stdout and "[2/2]" in res.stdout
     assert "feature set 'user'" in res.stdout and "feature set 'no_llm'" in res.stdout
+
+
+def test_configs_ship_inside_the_package():
+    """A regular (non-editable) install finds the configs as package data (pulse_ml/_conf)."""
+    import tomllib
+
+    repo = Path(__file__).resolve().parents[2]
+    packaged = repo / "pulse_ml" / "_conf"
+    for name in ("train.yaml", "infer.yaml", "features/all.yaml", "model/lightgbm.yaml"):
+        assert (packaged / name).read_text() == (repo / "conf" / name).read_text()
+    data = tomllib.loads((repo / "pyproject.toml").read_text())
+    assert "_conf/**/*.yaml" in data["tool"]["setuptools"]["package-data"]["pulse_ml"]
