@@ -195,7 +195,8 @@ def run(cfg) -> TrainResult:
         raise PulseError(f"promote={cfg.promote}: use auto or never.")
     print(f"training {spec.name} on {int(table.labeled.sum())} labeled sessions of "
           f"{Path(table.path).name} (features '{table.features.name}', "
-          f"{tuning.n_trials} trials x {tuning.n_splits}-fold CV, objective {tuning.objective})")
+          f"{tuning.n_trials if spec.search_space else 1} trial(s) x {tuning.n_splits}-fold CV, "
+          f"objective {tuning.objective})")
     result = train_family(table, spec, tuning, OmegaConf.to_yaml(cfg),
                           register=bool(cfg.register), auto_promote=str(cfg.promote) == "auto",
                           progress=bool(cfg.get("progress", True)))
