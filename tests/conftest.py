@@ -32,7 +32,7 @@ def mlflow_template(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def pulse_home(tmp_path, monkeypatch, mlflow_template) -> Path:
+def pulse_home(tmp_path, monkeypatch, mlflow_template):
     """A fresh project root with its own MLflow store (real sqlite, copied from the template)."""
     home = tmp_path / "home"
     (home / "mlruns").mkdir(parents=True)
@@ -40,7 +40,15 @@ def pulse_home(tmp_path, monkeypatch, mlflow_template) -> Path:
     monkeypatch.setenv("PULSE_HOME", str(home))
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{home / 'mlruns' / 'mlflow.db'}")
     monkeypatch.delenv("PULSE_ARTIFACT_ROOT", raising=False)
-    return home
+    # In-process MLflow keeps the URI set by an earlier test's job: point it here too.
+    import mlflow
+
+    uri = f"sqlite:///{home / 'mlruns' / 'mlflow.db'}"
+    mlflow.set_tracking_uri(uri)
+    mlflow.set_registry_uri(uri)
+    yield home
+    mlflow.set_tracking_uri(None)
+    mlflow.set_registry_uri(None)
 
 
 @pytest.fixture(scope="session")
