@@ -90,3 +90,14 @@ def require(cfg, key: str, verb: str):
     if OmegaConf.is_missing(cfg, key) or cfg.get(key) is None:
         raise PulseError(f"pulse-ml {verb}: `{key}` is required, e.g. `pulse-ml {verb} {key}=...`")
     return cfg[key]
+
+
+def require_data_path(cfg, verb: str) -> Path:
+    """Return ``cfg.data.path`` as a Path, or raise a ``PulseError`` saying how to set it."""
+    from omegaconf import OmegaConf
+
+    data = cfg.get("data") or {}
+    if not data or OmegaConf.is_missing(data, "path") or not data.get("path"):
+        raise PulseError(f"pulse-ml {verb}: `data.path` is required, e.g. "
+                         f"`pulse-ml {verb} data.path=data/sessions.parquet`")
+    return Path(str(data.path)).expanduser()

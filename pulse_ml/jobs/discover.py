@@ -51,10 +51,9 @@ def settings(cfg) -> DiscoverSettings:
     """Convert the composed config to :class:`DiscoverSettings`."""
     from omegaconf import OmegaConf
 
-    data = cfg.get("data") or {}
-    if not data or OmegaConf.is_missing(data, "path") or not data.get("path"):
-        raise PulseError("pulse-ml discover: `data.path` is required, e.g. "
-                         "`pulse-ml discover data.path=data/sessions.parquet`")
+    from pulse_ml.config import require_data_path
+
+    data_path = require_data_path(cfg, "discover")
     models = OmegaConf.to_container(cfg.get("models") or [], resolve=True)
     if not models:
         raise PulseError("pulse-ml discover: `models` is empty; list at least one model "
@@ -62,7 +61,7 @@ def settings(cfg) -> DiscoverSettings:
     if int(cfg.n_conversations) < 1:
         raise PulseError("pulse-ml discover: n_conversations must be >= 1.")
     return DiscoverSettings(
-        data_path=Path(str(data.path)).expanduser(),
+        data_path=data_path,
         models=tuple(llm_config_from_mapping(m, f"model{i}") for i, m in enumerate(models)),
         n_conversations=int(cfg.n_conversations), seed=int(cfg.seed),
         output=Path(str(cfg.output)).expanduser(),

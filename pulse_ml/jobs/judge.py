@@ -50,15 +50,12 @@ def settings(cfg) -> JudgeSettings:
     """Convert the composed config to :class:`JudgeSettings`."""
     from omegaconf import OmegaConf
 
-    from pulse_ml.config import require
+    from pulse_ml.config import require, require_data_path
 
-    data = cfg.get("data") or {}
-    if not data or OmegaConf.is_missing(data, "path") or not data.get("path"):
-        raise PulseError("pulse-ml judge: `data.path` is required, e.g. "
-                         "`pulse-ml judge data.path=data/sessions.parquet`")
+    data_path = require_data_path(cfg, "judge")
     node = require(cfg, "judge", "judge")
     return JudgeSettings(
-        data_path=Path(str(data.path)).expanduser(),
+        data_path=data_path,
         judge=llm_config_from_mapping(OmegaConf.to_container(node, resolve=True), "judge"),
         output=Path(str(cfg.output)).expanduser(),
         cache_dir=Path(str(cfg.cache_dir)).expanduser() if cfg.get("cache_dir") else None,
