@@ -56,13 +56,14 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
     labels = [f"{n}\n({f})" if k == "model" else f"{n}\n(judge)"
               for n, f, k in zip(frame["name"], frame["features"], frame["kind"], strict=True)]
     colors = ["#1f77b4" if k == "model" else "#ff7f0e" for k in frame["kind"]]
-    fig, ax = plt.subplots(figsize=(max(5, 1.2 * len(frame)), 3.5))
+    fig, ax = plt.subplots(figsize=(max(6.5, 1.3 * len(frame)), 3.8))
     ax.bar(range(len(frame)), frame["r"].astype(float), yerr=frame["r_std"].astype(float),
            color=colors, capsize=4)
     ax.set_xticks(range(len(frame)), labels, fontsize=8)
     ax.set_ylabel("out-of-fold Pearson r")
     ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_title("Satisfaction predictors (blue: trained models, orange: LLM judges)")
+    ax.set_title("Satisfaction predictors, ± std over CV folds\n"
+                 "(blue: trained models, orange: LLM judges)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
