@@ -101,3 +101,39 @@ def require_data_path(cfg, verb: str) -> Path:
         raise PulseError(f"pulse-ml {verb}: `data.path` is required, e.g. "
                          f"`pulse-ml {verb} data.path=data/sessions.parquet`")
     return Path(str(data.path)).expanduser()
+
+
+def number(cfg, key: str, verb: str, low: float | None = None, high: float | None = None,
+           integer: bool = False, open_interval: bool = False) -> float:
+    """Read a numeric setting (dotted ``key``) and check its range; one clear error otherwise.
+
+    Args:
+        cfg: Composed config.
+        key: Dotted key, e.g. ``alpha`` or ``infer.alpha``.
+        verb: Verb name for the message.
+        low: Smallest allowed value (None = no bound; inclusive unless ``open_interval``).
+        high: Largest allowed value (None = no bound; inclusive unless ``open_interval``).
+        integer: Require a whole number (returned as int).
+        open_interval: Exclude the bounds.
+    """
+    from omegaconf import OmegaConf
+
+    raw = OmegaConf.select(cfg, key)
+    try:
+        value = float(raw)
+        if integer:
+            if value != int(value):
+                raise ValueError
+            value = int(value)
+    except (TypeError, ValueError):
+        kind = "a whole number" if integer else "a number"
+        raise PulseError(f"pulse-ml {verb}: {key}={raw!r} is not {kind}.") from None
+    bad_low = low is not None and (value <= low if open_interval else value < low)
+    bad_high = high is not None and (value >= high if open_interval else value > high)
+    if bad_low or bad_high:
+        lo = "(" if open_interval else "["
+        hi = ")" if open_interval else "]"
+        raise PulseError(f"pulse-ml {verb}: {key}={raw} is out of range; use a value in "
+                         f"{lo}{'-inf' if low is None else low}, "
+                         f"{'inf' if high is None else high}{hi}.")
+    return value

@@ -24,7 +24,7 @@ EFFECT_COLUMNS = [
     "case_study", "control", "treatment", "estimator", "effect", "ci_lower", "ci_upper",
     "ci_width", "significant", "ci_reduction_pct", "p_value", "n_labeled_control",
     "n_labeled_treatment", "n_unlabeled_control", "n_unlabeled_treatment", "lambda_control",
-    "lambda_treatment",
+    "lambda_treatment", "p_value_permutation",
 ]
 
 
@@ -47,6 +47,7 @@ class CaseStudyResult:
     naive_p_value: float
     features: pd.DataFrame
     shift: pd.DataFrame
+    clustered: bool = False
 
     def rows(self) -> list[dict]:
         """The two result rows (naive, augmented) with :data:`EFFECT_COLUMNS`."""
@@ -60,12 +61,16 @@ class CaseStudyResult:
                 "ci_width": est.ci_upper - est.ci_lower,
                 "significant": bool(est.ci_lower > 0 or est.ci_upper < 0),
                 "ci_reduction_pct": c.ci_reduction_pct if name == "augmented" else 0.0,
-                "p_value": self.naive_p_value if name == "naive" else est.p_value,
+                # Clustered: the Wald p-value agrees with the cluster-robust CI; the session-
+                # level permutation test ignores users and is kept only for reference.
+                "p_value": (self.naive_p_value if name == "naive" and not self.clustered
+                            else est.p_value),
                 "n_labeled_control": c.n_control, "n_labeled_treatment": c.n_treatment,
                 "n_unlabeled_control": c.n_unlabeled_control,
                 "n_unlabeled_treatment": c.n_unlabeled_treatment,
                 "lambda_control": 0.0 if name == "naive" else c.lambda_control,
                 "lambda_treatment": 0.0 if name == "naive" else c.lambda_treatment,
+                "p_value_permutation": self.naive_p_value if name == "naive" else float("nan"),
             })
         return out
 
@@ -112,6 +117,7 @@ def analyse(table: SessionTable, preds: np.ndarray, study: CaseStudy,
     codes = pd.factorize(table.frame["user_id"])[0]
     control = arm_data(table, preds, study, study.control, codes)
     treatment = arm_data(table, preds, study, study.treatment, codes)
+    _check_arms(table.path, study, control, treatment, settings)
     comparison = compare(control, treatment, settings)
     p_naive = permutation_pvalue(control.y, treatment.y, n_permutations=settings.n_permutations,
                                  seed=settings.seed)
@@ -123,7 +129,25 @@ def analyse(table: SessionTable, preds: np.ndarray, study: CaseStudy,
     shift = labeled_shift(lab, unl, kinds) if len(unl) else pd.DataFrame()
     if len(shift):
         shift.insert(0, "case_study", study.name)
-    return CaseStudyResult(study, comparison, float(p_naive), feats, shift)
+    return CaseStudyResult(study, comparison, float(p_naive), feats, shift, settings.clusters)
+
+
+def _check_arms(path: str, study: CaseStudy, control: ArmData, treatment: ArmData,
+                settings: InferenceSettings) -> None:
+    """Refuse arms PPI cannot use, naming the file, case study, arm and fix."""
+    for role, arm, cond in (("control", control, study.control),
+                            ("treatment", treatment, study.treatment)):
+        where = f"{path}: case study '{study.name}', {role} arm '{cond}'"
+        if arm.f_unl.size == 0:
+            raise PulseError(f"{where} has no unlabeled session: prediction-powered inference "
+                             "needs unlabeled sessions to add information (with every session "
+                             "rated, the naive estimate is the answer). Leave this case study "
+                             "out with case_studies=[...] or add its unrated sessions.")
+        users = np.unique(np.concatenate([arm.users, arm.users_unl]))
+        if settings.clusters and users.size < 2:
+            raise PulseError(f"{where}: all its sessions belong to one user, so a "
+                             "cluster-robust interval is impossible. Use clusters=none (and "
+                             "read the result as about that user) or collect more users.")
 
 
 def effects_frame(results: list[CaseStudyResult]) -> pd.DataFrame:
@@ -136,16 +160,46 @@ def settings_dict(settings: InferenceSettings) -> dict:
     return asdict(settings)
 
 
-def predictions(ensemble, table: SessionTable, mode: str) -> tuple[np.ndarray, int]:
-    """Predictions for every session; returns them and how many labeled got an OOF value."""
+def predictions(ensemble, table: SessionTable, mode: str) -> tuple[np.ndarray, int, list[str]]:
+    """Predictions for every session, honest unless ``mode == "in_sample"``.
+
+    Returns:
+        ``(predictions, n_labeled_with_oof, notes)``.
+
+    Raises:
+        PulseError: no out-of-fold predictions, or labeled sessions that look like the model's
+            training sessions under new ids (their predictions would leak their labels).
+    """
     if mode == "in_sample":
-        return ensemble.predict(table.frame), 0
+        return ensemble.predict(table.frame), 0, []
     if ensemble.oof is None or len(ensemble.oof) == 0:
         raise PulseError("the model version has no out-of-fold predictions, and honest mode "
                          "(ppi.predictions=crossfit) needs them. Re-register it with "
                          "`pulse-ml train`, or use ppi.predictions=in_sample (not valid).")
     preds, used = ensemble.honest_predict(table.frame)
-    return preds, int((used & table.labeled).sum())
+    report = ensemble.honesty(table.frame, table.labeled)
+    if report.leak_suspected:
+        raise PulseError(
+            f"{table.path}: {report.n_renamed_suspects} labeled session(s) have no out-of-fold "
+            f"prediction by session_id but the same features and rating as sessions the model "
+            f"was trained on ({report.n_with_oof} of {report.n_labeled} labeled sessions matched "
+            "by id). They look like training sessions under new ids; predicting them with the "
+            "model would leak their labels and make the intervals invalid. Keep the session_id "
+            "values the model was trained with, or re-train on this table (`pulse-ml train`).")
+    notes = []
+    if report.n_renamed_suspects:
+        notes.append(f"{report.n_renamed_suspects} labeled session(s) without an id match have "
+                     "the same features and rating as a training session (few enough to be "
+                     "coincidences; re-train on this table to be sure).")
+    if report.n_changed:
+        notes.append(f"{report.n_changed} labeled session(s) changed features or rating since "
+                     "training; they keep their out-of-fold prediction (honest, but for the old "
+                     "content). Re-train to use the new content.")
+    if report.n_with_oof == 0 and report.n_labeled:
+        notes.append(f"none of the model's {report.n_training} training sessions is in this "
+                     "table: every session is predicted by the full ensemble (honest only if "
+                     "these labeled sessions were never used to train it).")
+    return preds, report.n_with_oof, notes
 
 
 def load_ground_truth(data_path: str) -> dict[str, float]:

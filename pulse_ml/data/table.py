@@ -198,11 +198,12 @@ def validate_frame(
     if problems:
         raise DataError(path, problems)
     out = pd.DataFrame(index=pd.RangeIndex(len(frame)))
-    sid = frame["session_id"]
-    if sid.isna().any():
-        problems.append(f"column 'session_id': empty values in {_where(frame, sid.isna())}. "
+    sid = frame["session_id"].astype("string").str.strip()
+    empty = (sid.isna() | (sid == "")).to_numpy()
+    if empty.any():
+        problems.append(f"column 'session_id': empty values in {_where(frame, empty)}. "
                         "Every session needs an id.")
-    sid = sid.astype("string").fillna("").astype(str)
+    sid = sid.fillna("").astype(str)
     dup = sid.duplicated(keep=False).to_numpy() & (sid != "").to_numpy()
     if dup.any():
         problems.append(f"column 'session_id': duplicate ids ({_bad_values(sid, dup)}) in "
@@ -211,7 +212,7 @@ def validate_frame(
     out["session_id"] = sid
     user = frame["user_id"] if "user_id" in frame else pd.Series([None] * len(frame))
     user = user.astype("string")
-    out["user_id"] = user.where(user.notna() & (user != ""), sid).astype(str)
+    out["user_id"] = user.where(user.notna() & (user != ""), "session:" + sid).astype(str)
     cs = frame["case_study"] if "case_study" in frame else pd.Series([""] * len(frame))
     out["case_study"] = cs.astype("string").fillna("").astype(str).str.strip()
     cond = frame["condition"].astype("string")
@@ -235,6 +236,9 @@ def validate_frame(
             out[col] = frame[col].to_numpy()
 
     studies, notes = _check_case_studies(out, frame, configured or {}, only, problems)
+    if "user_id" not in frame.columns and studies:
+        notes.append("no user_id column: every session counts as its own user (sessions of one "
+                     "user are correlated; add user_id for cluster-robust intervals).")
     if problems:
         raise DataError(path, problems)
     return SessionTable(frame=out, path=path, features=features,

@@ -17,6 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from pulse_ml import settings as cfg_io
+from pulse_ml.config import number
 from pulse_ml.data.table import read_table, validate_frame
 from pulse_ml.errors import PulseError
 from pulse_ml.inference import (
@@ -40,17 +41,15 @@ def run(cfg):
                          "`pulse-ml audit case_study=plan`.")
     name = str(cfg.case_study_name)
     mode = str(cfg.ppi.predictions)
-    if not 0 < float(cfg.hide_share) < 1:
-        raise PulseError(f"hide_share={cfg.hide_share}: use a share in (0, 1), e.g. 0.5.")
-    if int(cfg.replications) < 1:
-        raise PulseError("replications must be >= 1 (e.g. 200).")
+    number(cfg, "hide_share", "audit", 0, 1, open_interval=True)
+    number(cfg, "replications", "audit", 1, None, integer=True)
     raw = read_table(cfg.data.path)
     tracking.setup(tracking.INFER_EXPERIMENT)
     ensemble, _ = mlflow_io.load_registered(str(cfg.model_uri))
     check_model_columns(raw, ensemble, str(cfg.data.path))
     table = validate_frame(raw, str(cfg.data.path), ensemble.features,
                            cfg_io.case_study_config(cfg), [name])
-    preds, _ = predictions(ensemble, table, mode)
+    preds, _, notes = predictions(ensemble, table, mode)
     reference = None
     if str(cfg.reference) == "truth":
         truth = load_ground_truth(str(cfg.data.path))
@@ -58,8 +57,9 @@ def run(cfg):
             raise PulseError(f"reference=truth: no ground_truth.json with case study '{name}' "
                              f"next to {cfg.data.path}. Use reference=all_labels.")
         reference = truth[name]
-    settings = InferenceSettings(alpha=float(cfg.alpha), clusters=str(cfg.clusters) == "user_id",
-                                 seed=int(cfg.seed))
+    settings = InferenceSettings(alpha=number(cfg, "alpha", "audit", 0, 1, open_interval=True),
+                                 clusters=str(cfg.clusters) == "user_id",
+                                 seed=number(cfg, "seed", "audit", integer=True))
     res = audit(table, preds, table.case_study(name), settings, int(cfg.replications),
                 float(cfg.hide_share), int(cfg.seed), reference, bool(cfg.progress))
     out = Path(str(cfg.output))
@@ -67,18 +67,26 @@ def run(cfg):
     res.per_replication.to_csv(out / f"audit_{name}.csv", index=False)
     summary = {k: v for k, v in asdict(res).items() if k != "per_replication"}
     (out / f"audit_{name}.json").write_text(json.dumps({**summary, "mode": mode}, indent=2))
-    nominal = 1 - float(cfg.alpha)
+    nominal = 1 - settings.alpha
+    for note in notes:
+        print(f"note: {note}")
     print(f"audit of '{name}': {res.replications} replications hiding {res.hide_share:.0%} of "
-          f"its labels; reference = {res.reference_kind} {res.reference:+.4f}")
-    print(f"  coverage  naive {res.coverage_naive:.3f}   augmented {res.coverage_augmented:.3f}"
-          f"   (nominal {nominal:.2f})")
-    print(f"  mean CI width  naive {res.mean_width_naive:.4f}   augmented "
+          f"its labels ({mode} predictions); reference = {res.reference_kind}")
+    expected = (f"   (a valid interval: ~{res.expected_coverage:.3f})"
+                if res.expected_coverage is not None else f"   (nominal {nominal:.2f})")
+    print(f"  raw coverage         naive {res.coverage_naive:.3f}   augmented "
+          f"{res.coverage_augmented:.3f}{expected}")
+    print(f"  calibrated coverage  naive {res.calibrated_coverage_naive:.3f}   augmented "
+          f"{res.calibrated_coverage_augmented:.3f}   (nominal {nominal:.2f})")
+    print(f"  mean CI width        naive {res.mean_width_naive:.4f}   augmented "
           f"{res.mean_width_augmented:.4f}   ratio {res.mean_width_ratio:.3f}")
     if reference is not None:
         print("  note: every replication re-uses one data set, so coverage of the true effect "
-              "is one sample's story; coverage of the all-labels estimate checks the method.")
-    elif res.coverage_augmented < nominal - 0.05:
-        print("  warning: the augmented intervals under-cover on this data; check the "
-              "label shift (pulse-ml infer writes label_shift.csv) and the predictions mode.")
+              "is one sample's story; the calibrated coverage checks the method.")
+    if res.calibrated_coverage_augmented < min(nominal, res.calibrated_coverage_naive) - 0.05:
+        print("  warning: the augmented intervals are too narrow on this data; check the label "
+              "shift (label_shift.csv from pulse-ml infer) and the predictions mode.")
+    if mode == "in_sample":
+        print("  warning: in_sample predictions leak labels; this audit cannot vouch for them.")
     print(f"written: {out / f'audit_{name}.json'}, {out / f'audit_{name}.csv'}")
     return res

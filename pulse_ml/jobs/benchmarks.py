@@ -128,7 +128,7 @@ def _model_deltas(job: BenchmarksJob, comparisons: list[BenchmarkComparison]):
     check_model_columns(raw, ensemble, job.data_path)
     table = validate_frame(raw, job.data_path, ensemble.features,
                            load_configured(job.case_study_dirs), [c.case_study for c in wanted])
-    preds, _ = predictions(ensemble, table, "crossfit")
+    preds, _, _ = predictions(ensemble, table, "crossfit")
     deltas, cats = [], []
     for comp in wanted:
         study = table.case_study(comp.case_study)

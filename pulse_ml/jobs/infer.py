@@ -28,6 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 from pulse_ml import settings as cfg_io
+from pulse_ml.config import number
 from pulse_ml.data.table import read_table, validate_frame
 from pulse_ml.errors import PulseError
 from pulse_ml.inference import (
@@ -67,10 +68,13 @@ def job_from_cfg(cfg) -> InferJob:
     clusters = str(cfg.clusters)
     if clusters not in ("user_id", "none"):
         raise PulseError(f"clusters={clusters}: use user_id or none.")
+    alpha = number(cfg, "alpha", "infer", 0, 1, open_interval=True)
+    permutations = number(cfg, "permutations", "infer", 1, None, integer=True)
+    seed = number(cfg, "seed", "infer", integer=True)
     return InferJob(
         model_uri=str(cfg.model_uri), data_path=str(cfg.data.path), mode=mode,
-        settings=InferenceSettings(alpha=float(cfg.alpha), clusters=clusters == "user_id",
-                                   n_permutations=int(cfg.permutations), seed=int(cfg.seed)),
+        settings=InferenceSettings(alpha=alpha, clusters=clusters == "user_id",
+                                   n_permutations=permutations, seed=seed),
         output=Path(str(cfg.output)), log_mlflow=bool(cfg.log_mlflow))
 
 
@@ -154,7 +158,7 @@ def run(cfg) -> pd.DataFrame:
     if not table.case_studies:
         raise PulseError(f"{job.data_path}: no two-arm case study in column 'case_study'. Fill "
                          "case_study/condition for the sessions of each A/B test.")
-    preds, n_oof = predictions(ensemble, table, job.mode)
+    preds, n_oof, honesty_notes = predictions(ensemble, table, job.mode)
     if job.mode == "in_sample":
         print(IN_SAMPLE_WARNING, file=sys.stderr)
     results = [analyse(table, preds, study, job.settings) for study in table.case_studies]
@@ -166,7 +170,9 @@ def run(cfg) -> pd.DataFrame:
             "mode": job.mode, "alpha": job.settings.alpha,
             "clusters": "user_id" if job.settings.clusters else "none",
             "data": job.data_path, "n_labeled_with_oof": n_oof,
-            "notes": list(table.notes), "true_effects": truth or None,
+            "n_labeled_without_oof": int(table.labeled.sum()) - n_oof
+            if job.mode == "crossfit" else None,
+            "notes": list(table.notes) + honesty_notes, "true_effects": truth or None,
             "valid_intervals": job.mode == "crossfit"}
     files = write_outputs(job, effects, results, meta, truth)
     run_id = log_run(job, effects, files, version, meta) if job.log_mlflow else None
@@ -174,7 +180,7 @@ def run(cfg) -> pd.DataFrame:
           f"'{ensemble.features.name}'); {job.mode} predictions "
           f"({n_oof} labeled sessions got their out-of-fold prediction)")
     print(text_table(printable(effects, truth), digits=3))
-    for note in table.notes:
+    for note in (*table.notes, *honesty_notes):
         print(f"note: {note}")
     for r in results:
         big = r.shift[r.shift["large"]] if len(r.shift) else r.shift

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pulse_ml.config import require
+from pulse_ml.config import number, require
 from pulse_ml.errors import PulseError
 from pulse_ml.metrics import pearson
 
@@ -38,16 +38,21 @@ def run(cfg):
         rho = pearson(oof["rating"].to_numpy(), oof["prediction"].to_numpy()) if rho is None \
             else rho
         sd = float(np.std(oof["rating"].to_numpy(), ddof=1)) if sd is None else sd
-    n_unl = int(cfg.n_unlabeled)
-    plan = labels_needed(effect, float(sd), float(rho), n_unl, float(cfg.alpha),
-                         float(cfg.power))
+    n_unl = number(cfg, "n_unlabeled", "plan", 0, None, integer=True)
+    alpha = number(cfg, "alpha", "plan", 0, 1, open_interval=True)
+    power = number(cfg, "power", "plan", alpha / 2, 1, open_interval=True)
+    rho = float(rho)
+    if rho <= 0:
+        print(f"note: honest r {rho:.3f} <= 0: PPI++ sets lambda to 0 and gains nothing; "
+              "planning with r = 0.")
+    plan = labels_needed(effect, float(sd), max(rho, 0.0), n_unl, alpha, power)
     print(f"to detect an effect of {effect:+.3f} stars (two-sided alpha {cfg.alpha}, power "
           f"{cfg.power}) with rating s.d. {float(sd):.3f}, honest r {float(rho):.3f} from "
           f"{source}, and {n_unl:,} unlabeled sessions per arm:")
     print(f"  naive A/B test : {plan.n_naive:>7,} rated sessions per arm")
     print(f"  with PPI++     : {plan.n_ppi:>7,} rated sessions per arm")
     print(f"  saving         : {plan.saving:>7,} per arm ({plan.saving_pct:.1f}%)")
-    ratio = theoretical_width_ratio(float(rho), plan.n_ppi, n_unl)
+    ratio = theoretical_width_ratio(max(rho, 0.0), plan.n_ppi, n_unl)
     print(f"  (CI width ratio at that size: {float(ratio):.3f}; a better predictor, not more "
           "unlabeled data, is what narrows it further)")
     return plan

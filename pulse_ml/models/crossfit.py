@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from pulse_ml.errors import PulseError
 from pulse_ml.features import FeatureSet
 from pulse_ml.models.preprocess import feature_frame
 
@@ -54,10 +55,70 @@ class CrossFitEnsemble:
         lookup = pd.Series(
             self.oof["prediction"].to_numpy(), index=self.oof["session_id"].astype(str)
         )
+        if not lookup.index.is_unique:
+            raise PulseError("the model's out-of-fold table has duplicate session ids; "
+                             "re-train it on a table with unique session_id values.")
         matched = frame["session_id"].astype(str).map(lookup)
         used = matched.notna().to_numpy()
         preds[used] = matched.to_numpy(dtype=float)[used]
         return preds, used
+
+    def honesty(self, frame: pd.DataFrame, labeled: np.ndarray) -> HonestyReport:
+        """Check that training sessions are recognised in ``frame`` (see :class:`HonestyReport`).
+
+        A labeled session that has no out-of-fold match by id but the same content (features
+        and rating) as a training session is most likely that session under a new id: the
+        ensemble mean would then predict it with models that saw its label.
+        """
+        ids = frame["session_id"].astype(str)
+        known = ids.isin(set(self.oof["session_id"].astype(str))).to_numpy()
+        unmatched = labeled & ~known
+        suspects = changed = 0
+        if "content" in self.oof.columns and labeled.any():
+            content = content_hash(frame, self.features)
+            train_content = set(self.oof["content"].astype("uint64").tolist())
+            suspects = int(np.isin(content[unmatched], list(train_content)).sum())
+            by_id = pd.Series(self.oof["content"].astype("uint64").to_numpy(),
+                              index=self.oof["session_id"].astype(str))
+            m = labeled & known
+            changed = int((by_id.reindex(ids[m]).to_numpy() != content[m]).sum())
+        return HonestyReport(n_labeled=int(labeled.sum()), n_with_oof=int((labeled & known).sum()),
+                             n_training=len(self.oof), n_renamed_suspects=suspects,
+                             n_changed=changed)
+
+
+@dataclass(frozen=True)
+class HonestyReport:
+    """How the labeled sessions of a table relate to the model's training sessions.
+
+    Attributes:
+        n_labeled: Labeled sessions in the table.
+        n_with_oof: Of those, how many got their out-of-fold prediction (id match).
+        n_training: Sessions the model was trained on.
+        n_renamed_suspects: Labeled sessions without an id match whose features and rating
+            equal a training session's (probably renamed: a leak if predicted by the ensemble).
+        n_changed: Labeled sessions matched by id whose features or rating changed since
+            training (their OOF prediction is still honest but describes the old content).
+    """
+
+    n_labeled: int
+    n_with_oof: int
+    n_training: int
+    n_renamed_suspects: int
+    n_changed: int
+
+    @property
+    def leak_suspected(self) -> bool:
+        """True when many unmatched labeled sessions look like renamed training sessions."""
+        unmatched = self.n_labeled - self.n_with_oof
+        return self.n_renamed_suspects >= max(5, 0.2 * unmatched)
+
+
+def content_hash(frame: pd.DataFrame, features: FeatureSet) -> np.ndarray:
+    """A 64-bit hash per row of the feature values and the rating (ids excluded)."""
+    cols = feature_frame(frame, features)
+    cols["__rating"] = frame["rating"].astype("float64").to_numpy()
+    return pd.util.hash_pandas_object(cols, index=False).to_numpy(dtype="uint64")
 
 
 def fit_crossfit(
@@ -92,6 +153,7 @@ def fit_crossfit(
             "fold": folds.astype(int),
             "prediction": oof,
             "rating": y,
+            "content": content_hash(frame, features),
         }
     )
     return CrossFitEnsemble(models=models, features=features, family=family, oof=table)

@@ -1,0 +1,114 @@
+"""Guards found in review: renamed training sessions, degenerate arms, bad settings."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pulse_ml.config import compose
+from pulse_ml.jobs import train
+
+
+@pytest.fixture
+def registered(small_demo, pulse_home):
+    return train.run(compose("train", [f"data.path={small_demo}", "tuning.n_trials=2",
+                                       "progress=false", "model=lightgbm"]))
+
+
+def test_renamed_training_sessions_are_refused(small_demo, registered, cli, tmp_path):
+    """Same sessions under new ids would get leaky ensemble predictions: refuse, exit 2."""
+    frame = pd.read_parquet(small_demo)
+    frame["session_id"] = "batch1/" + frame["session_id"]
+    path = tmp_path / "renamed.parquet"
+    frame.to_parquet(path)
+    res = cli("infer", f"data.path={path}", "permutations=200")
+    assert res.returncode == 2, res.stdout
+    assert "look like training sessions under new ids" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_new_labeled_sessions_are_honest_and_noted(small_demo, registered, cli, tmp_path):
+    """Genuinely new sessions (other features) are predicted by the ensemble, with a note."""
+    frame = pd.read_parquet(small_demo)
+    frame["session_id"] = "new/" + frame["session_id"]
+    frame["user_message_count"] = frame["user_message_count"] + 1000  # other content
+    path = tmp_path / "new.parquet"
+    frame.to_parquet(path)
+    res = cli("infer", f"data.path={path}", "permutations=200", "log_mlflow=false")
+    assert res.returncode == 0, res.stderr
+    assert "none of the model's" in res.stdout
+
+
+def test_empty_session_ids_are_refused(small_demo, cli, tmp_path):
+    frame = pd.read_parquet(small_demo)
+    frame.loc[[1, 2], "session_id"] = "  "
+    path = tmp_path / "empty_ids.parquet"
+    frame.to_parquet(path)
+    res = cli("validate", f"data.path={path}")
+    assert res.returncode == 2 and "column 'session_id': empty values" in res.stderr
+
+
+def test_arm_without_unlabeled_sessions(small_demo, registered, cli, tmp_path):
+    frame = pd.read_parquet(small_demo)
+    arm = (frame["case_study"] == "plan") & (frame["condition"] == "no-plan")
+    frame = frame[~(arm & frame["rating"].isna())]
+    path = tmp_path / "all_rated.parquet"
+    frame.to_parquet(path)
+    res = cli("infer", f"data.path={path}", "case_studies=[plan]")
+    assert res.returncode == 2
+    assert "control arm 'no-plan' has no unlabeled session" in res.stderr
+
+
+@pytest.mark.parametrize("override,text", [
+    ("alpha=1.5", "alpha=1.5 is out of range"),
+    ("alpha=abc", "alpha='abc' is not a number"),
+    ("permutations=0", "permutations=0 is out of range"),
+])
+def test_bad_settings_exit_2(small_demo, registered, cli, override, text):
+    res = cli("infer", f"data.path={small_demo}", override)
+    assert res.returncode == 2 and text in res.stderr and "Traceback" not in res.stderr
+
+
+def test_clustered_naive_p_value_agrees_with_its_interval(small_demo, registered):
+    from pulse_ml.jobs import infer
+
+    effects = infer.run(compose("infer", [f"data.path={small_demo}", "permutations=500",
+                                          "log_mlflow=false"]))
+    for row in effects.itertuples():
+        assert row.significant == (row.p_value < 0.05)
+    naive = effects[effects.estimator == "naive"]
+    assert naive["p_value_permutation"].between(0, 1).all()
+
+
+def test_audit_reports_calibrated_coverage(small_demo, registered, cli, pulse_home):
+    res = cli("audit", "case_study=plan", f"data.path={small_demo}", "replications=80",
+              "progress=false")
+    assert res.returncode == 0, res.stderr
+    report = json.loads((pulse_home / "results" / "audit" / "audit_plan.json").read_text())
+    assert report["expected_coverage"] == pytest.approx(0.9944, abs=1e-3)
+    assert 0.85 <= report["calibrated_coverage_augmented"] <= 1.0
+    assert "calibrated coverage" in res.stdout
+
+
+def test_plan_with_a_useless_predictor_promises_nothing(small_demo, registered, cli):
+    res = cli("plan", "effect=0.2", "rho=-0.4", "sd=1.2")
+    assert res.returncode == 0, res.stderr
+    assert "saving         :       0" in res.stdout and "lambda to 0" in res.stdout
+
+
+def test_content_hash_is_stable_across_formats(small_demo, tmp_path):
+    from pulse_ml.models.crossfit import content_hash
+    from pulse_ml.settings import feature_set
+
+    fs = feature_set(compose("validate"))
+    frame = pd.read_parquet(small_demo)
+    path = tmp_path / "t.csv"
+    frame.to_csv(path, index=False)
+    from pulse_ml.data.table import load_sessions
+
+    a = content_hash(load_sessions(small_demo, fs).frame, fs)
+    b = content_hash(load_sessions(path, fs).frame, fs)
+    assert np.array_equal(a, b)
