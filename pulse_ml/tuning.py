@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sklearn.model_selection import KFold
+from sklearn.model_selection import GroupKFold, KFold
 
 from pulse_ml.errors import PulseError
 from pulse_ml.features import FeatureSet
@@ -38,6 +38,7 @@ class TuningSettings:
     seed: int = 42
     n_splits: int = 5
     cv_seed: int = 42
+    group_by_user: bool = True
     prune: bool = True
     sampler_seed: int | None = None
 
@@ -47,14 +48,26 @@ class TuningSettings:
         return self.seed if self.sampler_seed is None else self.sampler_seed
 
 
-def make_folds(n: int, n_splits: int, seed: int) -> np.ndarray:
-    """Fold index per row: shuffled KFold with a fixed seed (the paper's 5-fold, seed 42)."""
+def make_folds(n: int, n_splits: int, seed: int, groups=None) -> np.ndarray:
+    """Fold index per row: shuffled K folds with a fixed seed (the paper: 5 folds, seed 42).
+
+    With ``groups`` (user ids) all sessions of a user fall in the same fold
+    (``GroupKFold(shuffle=True)``), so no out-of-fold prediction comes from a model that saw
+    another session of the same user — the cross-fitting unit matches the cluster-robust
+    intervals. Without groups, or when every group has one session, it is a plain ``KFold``.
+    """
     if n < n_splits:
         raise PulseError(f"only {n} labeled sessions: need at least cv.n_splits={n_splits} to "
                          "cross-validate. Collect more ratings or lower cv.n_splits.")
+    grouped = groups is not None and pd.Series(groups).nunique() < n
+    if grouped and pd.Series(groups).nunique() < n_splits:
+        raise PulseError(f"only {pd.Series(groups).nunique()} users among the labeled sessions:"
+                         f" need at least cv.n_splits={n_splits} for user-grouped folds. Lower "
+                         "cv.n_splits or use cv.group_by=none.")
+    splitter = (GroupKFold(n_splits, shuffle=True, random_state=seed) if grouped
+                else KFold(n_splits, shuffle=True, random_state=seed))
     folds = np.empty(n, dtype=int)
-    for k, (_, test) in enumerate(KFold(n_splits, shuffle=True, random_state=seed).split(
-            np.zeros(n))):
+    for k, (_, test) in enumerate(splitter.split(np.zeros(n), groups=groups)):
         folds[test] = k
     return folds
 

@@ -3,10 +3,11 @@
 Sends the raw conversation of every labeled session (long ones cut to ``max_input_tokens``,
 keeping start and end) to the judge model through litellm, parses the 1-5 likert score, and
 compares it with the ratings: MSE, MAE, Pearson r, Spearman, plus their std over the same
-5 folds the trainer uses (KFold(5, shuffle=True, random_state=42) over the labeled sessions in
-table order). The run lands in experiment ``pulse-train`` (tag ``kind=llm_judge``) so
-``pulse-ml compare`` lists it next to the model families; per-session judgments are a CSV
-artifact. Answers are cached on disk (a rerun costs nothing); failures end as missing values.
+5 folds the trainer uses (5 shuffled folds, seed 42, over the labeled sessions in table order;
+a user's sessions stay in one fold when the table has user ids). The run lands in experiment
+``pulse-train`` (tag ``kind=llm_judge``) so ``pulse-ml compare`` lists it next to the model
+families; per-session judgments are a CSV artifact. Answers are cached on disk (a rerun costs
+nothing); failures end as missing values.
 
 Examples:
     pulse-ml judge data.path=data/sessions.parquet                 # local server on :8000

@@ -29,6 +29,7 @@ def _train_overrides(cfg, family: str) -> list[str]:
     out = [f"model={family}", f"data.path={cfg.data.path}", f"tuning.n_trials={t.n_trials}",
            f"tuning.workers={t.workers}", f"objective={cfg.objective}", f"seed={cfg.seed}",
            f"cv.n_splits={cfg.cv.n_splits}", f"cv.seed={cfg.cv.seed}",
+           f"cv.group_by={cfg.cv.get('group_by', 'user_id')}",
            f"progress={str(bool(cfg.progress)).lower()}", "data.simulate_if_missing=false"]
     if t.timeout_s is not None:
         out.append(f"tuning.timeout_s={t.timeout_s}")

@@ -61,8 +61,17 @@ def tuning_settings(cfg) -> TuningSettings:
         storage=None if t.storage in (None, "", "none") else str(t.storage),
         study_name=t.study_name, workers=int(t.workers), objective=str(cfg.objective),
         seed=int(cfg.seed), n_splits=int(cfg.cv.n_splits), cv_seed=int(cfg.cv.seed),
+        group_by_user=_group_by(cfg),
         prune=bool(t.prune),
         sampler_seed=None if t.get("sampler_seed") is None else int(t.sampler_seed))
+
+
+def _group_by(cfg) -> bool:
+    value = str(cfg.cv.get("group_by", "user_id"))
+    if value not in ("user_id", "none"):
+        raise PulseError(f"cv.group_by={value}: use user_id (all sessions of a user in one "
+                         "fold) or none (plain shuffled KFold, as the paper).")
+    return value == "user_id"
 
 
 def model_spec(cfg) -> ModelSpec:
@@ -94,7 +103,8 @@ def train_family(table: SessionTable, spec: ModelSpec, tuning: TuningSettings,
 
     features = table.features
     labeled, y = training_data(table)
-    folds = make_folds(len(y), tuning.n_splits, tuning.cv_seed)
+    groups = labeled["user_id"].to_numpy() if tuning.group_by_user else None
+    folds = make_folds(len(y), tuning.n_splits, tuning.cv_seed, groups)
     fp = fingerprint(labeled, features)
     study_name = tuning.study_name or f"{spec.name}-{features.name}-{fp[:10]}"
     objective = CVObjective(labeled, y, folds, spec, features, tuning.objective, tuning.prune)
@@ -123,6 +133,7 @@ def train_family(table: SessionTable, spec: ModelSpec, tuning: TuningSettings,
                     "family": spec.name, "feature_set": features.name,
                     "n_labeled": len(y), "cv.n_splits": tuning.n_splits,
                     "cv.seed": tuning.cv_seed, "seed": tuning.seed,
+                    "cv.group_by": "user_id" if tuning.group_by_user else "none",
                     "objective": tuning.objective, "n_trials_requested": tuning.n_trials,
                     "storage": tuning.storage, "workers": tuning.workers},
             metrics={**metrics.as_dict(), "n_trials": len(study.trials),

@@ -37,6 +37,8 @@ def judge_sessions(frame: pd.DataFrame, cfg: LLMConfig, cache: DiskCache | None,
             for tr in labeled["transcript"].iloc[:n_judge]]
     results, usage = run_batch(cfg, reqs, cache, desc=f"judging ({cfg.name})", progress=progress)
     out = labeled[["session_id", "rating"]].copy()
+    if "user_id" in frame:  # folds keep a user's sessions together, as in training
+        out["user_id"] = frame.loc[frame["rating"].notna(), "user_id"].astype(str).to_numpy()
     score = np.full(len(out), np.nan)
     score[:n_judge] = [r.value["likert_score"] if r.value else np.nan for r in results]
     out["likert_score"] = score
@@ -52,8 +54,9 @@ def judge_sessions(frame: pd.DataFrame, cfg: LLMConfig, cache: DiskCache | None,
 
 def judge_metrics(judgments: pd.DataFrame, usage: Usage) -> dict[str, float]:
     """The metrics logged for a judge run (keys match the trainer's)."""
+    groups = judgments["user_id"].to_numpy() if "user_id" in judgments else None
     metrics = cv_judge_metrics(judgments["rating"].to_numpy(float),
-                               judgments["likert_score"].to_numpy(float))
+                               judgments["likert_score"].to_numpy(float), groups=groups)
     metrics.update({"cost_usd": usage.cost_usd, "tokens_in": float(usage.tokens_in),
                     "tokens_out": float(usage.tokens_out)})
     return metrics

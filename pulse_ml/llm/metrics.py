@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from sklearn.model_selection import KFold
 
 from pulse_ml.metrics import pearson, spearman
 
@@ -27,14 +26,15 @@ def score_metrics(y: np.ndarray, pred: np.ndarray) -> dict[str, float]:
 
 
 def cv_judge_metrics(y: np.ndarray, pred: np.ndarray, n_splits: int = N_SPLITS,
-                     seed: int = SEED) -> dict[str, float]:
+                     seed: int = SEED, groups: np.ndarray | None = None) -> dict[str, float]:
     """Judge metrics pooled over labeled sessions plus their std over the trainer's folds.
 
     Args:
         y: Ratings of the labeled sessions, in table order, shape (n,).
         pred: Judge scores (NaN = missing), shape (n,).
         n_splits: Folds (the trainer uses 5).
-        seed: ``KFold(shuffle=True, random_state=seed)`` (the trainer uses 42).
+        seed: Fold seed (the trainer uses 42).
+        groups: User ids: folds keep a user's sessions together, like the trainer's default.
 
     Returns:
         ``cv_mse``, ``cv_mae``, ``cv_pearson``, ``cv_spearman`` (pooled over all folds, like
@@ -47,7 +47,15 @@ def cv_judge_metrics(y: np.ndarray, pred: np.ndarray, n_splits: int = N_SPLITS,
     out = {f"cv_{k}": v for k, v in pooled.items()}
     folds: dict[str, list[float]] = {"mse": [], "mae": [], "pearson": []}
     if len(y) >= n_splits:
-        for _, test in KFold(n_splits=n_splits, shuffle=True, random_state=seed).split(y):
+        from pulse_ml.errors import PulseError
+        from pulse_ml.tuning import make_folds
+
+        try:
+            fold_of = make_folds(len(y), n_splits, seed, groups)
+        except PulseError:  # too few users for grouped folds: fall back to plain folds
+            fold_of = make_folds(len(y), n_splits, seed)
+        for k in range(n_splits):
+            test = fold_of == k
             m = score_metrics(y[test], pred[test])
             for k in folds:
                 folds[k].append(m[k])

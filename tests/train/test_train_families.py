@@ -48,3 +48,21 @@ def test_unknown_family_is_a_clear_error(pulse_home):
 
     with pytest.raises(PulseError, match="cannot compose"):
         compose("train", ["model=does_not_exist"])
+
+
+def test_folds_keep_each_users_sessions_together():
+    from pulse_ml.tuning import make_folds
+
+    rng = np.random.default_rng(0)
+    users = rng.integers(0, 120, size=600)
+    folds = make_folds(600, 5, 42, users)
+    per_user = pd.DataFrame({"u": users, "f": folds}).groupby("u")["f"].nunique()
+    assert (per_user == 1).all()
+    assert sorted(np.unique(folds)) == [0, 1, 2, 3, 4]
+    assert np.array_equal(folds, make_folds(600, 5, 42, users))  # seeded
+    plain = make_folds(600, 5, 42)
+    assert not np.array_equal(plain, folds)
+    from pulse_ml.errors import PulseError
+
+    with pytest.raises(PulseError, match="users among the labeled sessions"):
+        make_folds(10, 5, 42, np.array([0, 0, 1, 1, 2, 2, 3, 3, 0, 1]))
