@@ -1,6 +1,7 @@
 """Coverage audit on the user's own data: hide labels many times and check the intervals.
 
-Each replication hides the labels of a random share h of the labeled sessions of a case study,
+Each replication hides the labels of a random share h of the labeled sessions of a case study
+(of its users, all their labels at once, when intervals are cluster-robust),
 recomputes the naive and the augmented interval on the remaining labels (hidden sessions join the
 unlabeled pool), and records the augmented/naive width ratio and two kinds of coverage:
 
@@ -61,13 +62,15 @@ def audit(table: SessionTable, preds: np.ndarray, study: CaseStudy,
     ref_a = float(reference) if reference is not None else full.augmented.effect
     frame = table.frame
     in_study = (frame["case_study"] == study.name).to_numpy() & table.labeled
-    candidates = np.flatnonzero(in_study)
+    # The unit that is hidden is the unit the variance treats as independent: the user when
+    # intervals are cluster-robust (all of a user's labels at once), else the session.
+    unit = codes if settings.clusters else np.arange(len(frame))
+    candidates = np.unique(unit[in_study])
     rng = np.random.default_rng(seed)
     rows = []
     for r in tqdm(range(replications), desc=f"audit {study.name}", disable=not progress):
-        hidden = np.zeros(len(frame), bool)
-        hidden[rng.choice(candidates, int(round(hide_share * len(candidates))),
-                          replace=False)] = True
+        chosen = rng.choice(candidates, int(round(hide_share * len(candidates))), replace=False)
+        hidden = in_study & np.isin(unit, chosen)
         c = compare(arm_data(table, preds, study, study.control, codes, hidden),
                     arm_data(table, preds, study, study.treatment, codes, hidden), settings)
         rows.append({

@@ -83,6 +83,10 @@ def run(cfg):
     if reference is not None:
         print("  note: every replication re-uses one data set, so coverage of the true effect "
               "is one sample's story; the calibrated coverage checks the method.")
+    if res.calibrated_coverage_naive < nominal - 0.1:
+        print("  warning: even the naive intervals under-cover when labels are hidden: a few "
+              "users with many sessions may dominate this case study (cluster-robust variances "
+              "are unreliable then); read its intervals with care.")
     if res.calibrated_coverage_augmented < min(nominal, res.calibrated_coverage_naive) - 0.05:
         print("  warning: the augmented intervals are too narrow on this data; check the label "
               "shift (label_shift.csv from pulse-ml infer) and the predictions mode.")
