@@ -137,3 +137,19 @@ def number(cfg, key: str, verb: str, low: float | None = None, high: float | Non
                          f"{lo}{'-inf' if low is None else low}, "
                          f"{'inf' if high is None else high}{hi}.")
     return value
+
+
+def choice(cfg, key: str, verb: str, allowed: dict[str, str]) -> str:
+    """Read a setting (dotted ``key``) that must be one of ``allowed`` (value -> meaning).
+
+    Raises:
+        PulseError: naming the key, the value given and every allowed value with its meaning.
+    """
+    from omegaconf import OmegaConf
+
+    value = str(OmegaConf.select(cfg, key))
+    if value not in allowed:
+        options = "; ".join(f"{k} = {v}" for k, v in allowed.items())
+        raise PulseError(f"pulse-ml {verb}: {key}={value} is not an option. Use {options}.")
+    return value
+

@@ -20,6 +20,11 @@ from pulse_ml.errors import PulseError
 from pulse_ml.stats import compare_arms, compare_features, labeled_shift, permutation_pvalue
 from pulse_ml.stats.compare import ArmComparison
 
+# Options of the ``ppi.predictions`` and ``clusters`` settings (value -> meaning).
+PREDICTION_MODES = {"crossfit": "honest, out-of-fold for training sessions",
+                    "in_sample": "the paper's mode, NOT valid"}
+CLUSTER_MODES = {"user_id": "cluster-robust by user", "none": "sessions independent"}
+
 EFFECT_COLUMNS = [
     "case_study", "control", "treatment", "estimator", "effect", "ci_lower", "ci_upper",
     "ci_width", "significant", "ci_reduction_pct", "p_value", "n_labeled_control",

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from pulse_ml.agreement import agreement_outcomes, agreement_table, validate_pairs
+from pulse_ml.config import choice
 from pulse_ml.errors import DataError, PulseError
 from pulse_ml.report import markdown_table, text_table
 
@@ -63,13 +64,10 @@ def job_from_cfg(cfg) -> AgreementJob:
                          "session_a, session_b, preference (a, b or tie) and category, e.g. "
                          "`pulse-ml agreement pairs.path=pairs.csv`.")
     pairs_path = str(cfg.pairs.path)
-    ties = str(cfg.ties)
-    if ties not in ("exclude", "half"):
-        raise PulseError(f"ties={ties}: use exclude (drop human ties) or half (keep them; "
-                         "one-sided ties earn 1/2).")
-    interval_n = str(cfg.interval_n)
-    if interval_n not in ("pairs", "pooled"):
-        raise PulseError(f"interval_n={interval_n}: use pairs or pooled.")
+    ties = choice(cfg, "ties", "agreement",
+                  {"exclude": "drop human ties", "half": "keep them; one-sided ties earn 1/2"})
+    interval_n = choice(cfg, "interval_n", "agreement",
+                        {"pairs": "n = pairs", "pooled": "n = seeds x pairs"})
     tie_margin = float(cfg.tie_margin)
     if tie_margin < 0:
         raise PulseError(f"tie_margin={tie_margin}: must be >= 0.")

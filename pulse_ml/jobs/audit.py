@@ -17,10 +17,12 @@ from dataclasses import asdict
 from pathlib import Path
 
 from pulse_ml import settings as cfg_io
-from pulse_ml.config import number
+from pulse_ml.config import choice, number
 from pulse_ml.data.table import read_table, validate_frame
 from pulse_ml.errors import PulseError
 from pulse_ml.inference import (
+    CLUSTER_MODES,
+    PREDICTION_MODES,
     InferenceSettings,
     check_model_columns,
     load_ground_truth,
@@ -40,7 +42,11 @@ def run(cfg):
         raise PulseError("pulse-ml audit: name the case study to audit, e.g. "
                          "`pulse-ml audit case_study=plan`.")
     name = str(cfg.case_study_name)
-    mode = str(cfg.ppi.predictions)
+    mode = choice(cfg, "ppi.predictions", "audit", PREDICTION_MODES)
+    clusters = choice(cfg, "clusters", "audit", CLUSTER_MODES)
+    reference_kind = choice(cfg, "reference", "audit",
+                            {"all_labels": "the estimate with every label",
+                             "truth": "ground_truth.json of simulated data"})
     number(cfg, "hide_share", "audit", 0, 1, open_interval=True)
     number(cfg, "replications", "audit", 1, None, integer=True)
     raw = read_table(cfg.data.path)
@@ -51,14 +57,14 @@ def run(cfg):
                            cfg_io.case_study_config(cfg), [name])
     preds, _, notes = predictions(ensemble, table, mode)
     reference = None
-    if str(cfg.reference) == "truth":
+    if reference_kind == "truth":
         truth = load_ground_truth(str(cfg.data.path))
         if name not in truth:
             raise PulseError(f"reference=truth: no ground_truth.json with case study '{name}' "
                              f"next to {cfg.data.path}. Use reference=all_labels.")
         reference = truth[name]
     settings = InferenceSettings(alpha=number(cfg, "alpha", "audit", 0, 1, open_interval=True),
-                                 clusters=str(cfg.clusters) == "user_id",
+                                 clusters=clusters == "user_id",
                                  seed=number(cfg, "seed", "audit", integer=True))
     res = audit(table, preds, table.case_study(name), settings, int(cfg.replications),
                 float(cfg.hide_share), int(cfg.seed), reference, bool(cfg.progress))

@@ -39,8 +39,9 @@ from pulse_ml.benchmarks import (
     load_comparisons,
     paper_deltas,
 )
+from pulse_ml.config import choice
 from pulse_ml.errors import PulseError
-from pulse_ml.inference import InferenceSettings
+from pulse_ml.inference import CLUSTER_MODES, InferenceSettings
 from pulse_ml.report import markdown_table, text_table
 
 
@@ -63,13 +64,10 @@ class BenchmarksJob:
 
 def job_from_cfg(cfg) -> BenchmarksJob:
     """Read the composed config once."""
-    source = str(cfg.source)
-    if source not in ("model", "paper"):
-        raise PulseError(f"source={source}: use model (Delta_H from the session table) or paper "
-                         "(Table 3's own Delta_H column).")
-    clusters = str(cfg.clusters)
-    if clusters not in ("user_id", "none"):
-        raise PulseError(f"clusters={clusters}: use user_id or none.")
+    source = choice(cfg, "source", "benchmarks",
+                    {"model": "Delta_H from the session table",
+                     "paper": "Table 3's own Delta_H column"})
+    clusters = choice(cfg, "clusters", "benchmarks", CLUSTER_MODES)
     min_labeled = int(cfg.min_labeled)
     if min_labeled < 2:
         raise PulseError(f"min_labeled={min_labeled}: at least 2 labeled sessions per arm are "

@@ -28,10 +28,12 @@ from pathlib import Path
 import pandas as pd
 
 from pulse_ml import settings as cfg_io
-from pulse_ml.config import number
+from pulse_ml.config import choice, number
 from pulse_ml.data.table import read_table, validate_frame
 from pulse_ml.errors import PulseError
 from pulse_ml.inference import (
+    CLUSTER_MODES,
+    PREDICTION_MODES,
     CaseStudyResult,
     InferenceSettings,
     analyse,
@@ -62,12 +64,8 @@ class InferJob:
 
 def job_from_cfg(cfg) -> InferJob:
     """Read the composed config once."""
-    mode = str(cfg.ppi.predictions)
-    if mode not in ("crossfit", "in_sample"):
-        raise PulseError(f"ppi.predictions={mode}: use crossfit (honest) or in_sample (paper).")
-    clusters = str(cfg.clusters)
-    if clusters not in ("user_id", "none"):
-        raise PulseError(f"clusters={clusters}: use user_id or none.")
+    mode = choice(cfg, "ppi.predictions", "infer", PREDICTION_MODES)
+    clusters = choice(cfg, "clusters", "infer", CLUSTER_MODES)
     alpha = number(cfg, "alpha", "infer", 0, 1, open_interval=True)
     permutations = number(cfg, "permutations", "infer", 1, None, integer=True)
     seed = number(cfg, "seed", "infer", integer=True)

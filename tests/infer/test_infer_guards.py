@@ -112,3 +112,12 @@ def test_content_hash_is_stable_across_formats(small_demo, tmp_path):
     a = content_hash(load_sessions(small_demo, fs).frame, fs)
     b = content_hash(load_sessions(path, fs).frame, fs)
     assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("override", ["clusters=users", "reference=truthy",
+                                      "ppi.predictions=oof"])
+def test_audit_refuses_unknown_options(small_demo, registered, cli, override):
+    res = cli("audit", "case_study=plan", f"data.path={small_demo}", override)
+    key = override.split("=")[0]
+    assert res.returncode == 2 and f"{override} is not an option" in res.stderr, res.stderr
+    assert key in res.stderr and "Traceback" not in res.stderr
