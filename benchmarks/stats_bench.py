@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 
-from pulse_ml.stats.compare import compare_arms
+from pulse_ml.stats.arm_effect import compare_arms
 
 N_LABELED = 500
 REPEATS = 7

@@ -18,7 +18,7 @@ from pulse_ml.case_studies import CaseStudy
 from pulse_ml.data.table import SessionTable
 from pulse_ml.errors import PulseError
 from pulse_ml.stats import compare_arms, compare_features, labeled_shift, permutation_pvalue
-from pulse_ml.stats.compare import ArmComparison
+from pulse_ml.stats.arm_effect import ArmComparison
 
 # Options of the ``ppi.predictions`` and ``clusters`` settings (value -> meaning).
 PREDICTION_MODES = {"crossfit": "honest, out-of-fold for training sessions",

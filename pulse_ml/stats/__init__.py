@@ -4,8 +4,8 @@ Nothing here reads files, configs or MLflow; every function takes arrays/DataFra
 numbers or frozen dataclasses.
 """
 
-from pulse_ml.stats.compare import ArmComparison, Estimate, compare_arms, theoretical_width_ratio
-from pulse_ml.stats.features import compare_features, labeled_shift
+from pulse_ml.stats.arm_effect import ArmComparison, Estimate, compare_arms, theoretical_width_ratio
+from pulse_ml.stats.feature_tests import compare_features, labeled_shift
 from pulse_ml.stats.permutation import permutation_pvalue
 from pulse_ml.stats.power import LabelPlan, labels_needed
 from pulse_ml.stats.ppi import (

@@ -9,7 +9,7 @@ import pytest
 from scipy.stats import norm
 
 from pulse_ml.errors import PulseError
-from pulse_ml.stats.compare import ArmComparison, compare_arms, theoretical_width_ratio
+from pulse_ml.stats.arm_effect import ArmComparison, compare_arms, theoretical_width_ratio
 
 TOL = 1e-10
 Z = norm.ppf(0.975)

@@ -4,7 +4,7 @@ import pytest
 from scipy import stats
 
 from pulse_ml.errors import PulseError
-from pulse_ml.stats.features import compare_features, labeled_shift
+from pulse_ml.stats.feature_tests import compare_features, labeled_shift
 
 KINDS = {"fail": "flag", "msgs": "count", "cat": "categorical"}
 

@@ -12,7 +12,7 @@ import numpy as np
 from sklearn.ensemble import RandomForestRegressor
 from sklearn.model_selection import KFold
 
-from pulse_ml.stats.compare import compare_arms
+from pulse_ml.stats.arm_effect import compare_arms
 
 N_LABELED, N_UNLABELED, N_FEATURES, TAU = 100, 1000, 4, 0.3
 REPS, N_TREES, FOLDS = 200, 10, 5
