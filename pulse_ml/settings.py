@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pulse_ml.case_studies import CaseStudy, load_configured
-from pulse_ml.data.table import SessionTable, load_sessions
-from pulse_ml.features import FeatureSet, feature_set_from_mapping
+from pulse_ml.inference.case_studies import CaseStudy, load_configured
+from pulse_ml.sessions.feature_sets import FeatureSet, feature_set_from_mapping
+from pulse_ml.sessions.table import SessionTable, load_sessions
 
 
 def feature_set(cfg) -> FeatureSet:

@@ -32,10 +32,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pulse_ml.agreement import agreement_outcomes, agreement_table, validate_pairs
 from pulse_ml.config import choice
 from pulse_ml.errors import DataError, PulseError
-from pulse_ml.report import markdown_table, text_table
+from pulse_ml.inference.agreement import agreement_outcomes, agreement_table, validate_pairs
+from pulse_ml.report.tables import markdown_table, text_table
 
 COLUMN_PREFIX = "column:"
 
@@ -120,9 +120,10 @@ def _column_scores(sessions: pd.DataFrame, path: str, column: str) -> np.ndarray
 
 
 def _model_scores(sessions: pd.DataFrame, path: str, uri: str, cache: dict) -> np.ndarray:
-    from pulse_ml import mlflow_io, tracking
-    from pulse_ml.data.table import validate_frame
-    from pulse_ml.inference import check_model_columns, predictions
+    from pulse_ml.inference.effects import check_model_columns, predictions
+    from pulse_ml.registry import models as mlflow_io
+    from pulse_ml.registry import store as tracking
+    from pulse_ml.sessions.table import validate_frame
 
     if uri not in cache:
         tracking.setup(tracking.INFER_EXPERIMENT)
@@ -165,7 +166,7 @@ def _bar_chart(summary: pd.DataFrame, path: Path, ties: str) -> None:
 
 def run(cfg) -> pd.DataFrame:
     """Entry point of ``pulse-ml agreement``; returns the summary table."""
-    from pulse_ml.data.io import read_frame
+    from pulse_ml.sessions.readers import read_frame
 
     job = job_from_cfg(cfg)
     pairs_raw = read_frame(job.pairs_path)

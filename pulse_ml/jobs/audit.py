@@ -18,9 +18,8 @@ from pathlib import Path
 
 from pulse_ml import settings as cfg_io
 from pulse_ml.config import choice, number
-from pulse_ml.data.table import read_table, validate_frame
 from pulse_ml.errors import PulseError
-from pulse_ml.inference import (
+from pulse_ml.inference.effects import (
     CLUSTER_MODES,
     PREDICTION_MODES,
     InferenceSettings,
@@ -28,14 +27,16 @@ from pulse_ml.inference import (
     load_ground_truth,
     predictions,
 )
+from pulse_ml.sessions.table import read_table, validate_frame
 
 
 def run(cfg):
     """Entry point of ``pulse-ml audit``."""
     from omegaconf import OmegaConf
 
-    from pulse_ml import mlflow_io, tracking
-    from pulse_ml.audit import audit
+    from pulse_ml.inference.audit import audit
+    from pulse_ml.registry import models as mlflow_io
+    from pulse_ml.registry import store as tracking
 
     if cfg.get("case_study_name") in (None, "???") or OmegaConf.is_missing(cfg,
                                                                           "case_study_name"):

@@ -30,7 +30,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from pulse_ml.benchmarks import (
+from pulse_ml.config import choice
+from pulse_ml.errors import PulseError
+from pulse_ml.inference.effects import CLUSTER_MODES, InferenceSettings
+from pulse_ml.inference.task_deltas import (
     BenchmarkComparison,
     category_effects,
     correlate,
@@ -39,10 +42,7 @@ from pulse_ml.benchmarks import (
     load_comparisons,
     paper_deltas,
 )
-from pulse_ml.config import choice
-from pulse_ml.errors import PulseError
-from pulse_ml.inference import CLUSTER_MODES, InferenceSettings
-from pulse_ml.report import markdown_table, text_table
+from pulse_ml.report.tables import markdown_table, text_table
 
 
 @dataclass(frozen=True)
@@ -94,10 +94,11 @@ def job_from_cfg(cfg) -> BenchmarksJob:
 
 def _model_deltas(job: BenchmarksJob, comparisons: list[BenchmarkComparison]):
     """Delta_H per row (and per category) from the session table and the registered model."""
-    from pulse_ml import mlflow_io, tracking
-    from pulse_ml.case_studies import load_configured
-    from pulse_ml.data.table import read_table, validate_frame
-    from pulse_ml.inference import check_model_columns, predictions
+    from pulse_ml.inference.case_studies import load_configured
+    from pulse_ml.inference.effects import check_model_columns, predictions
+    from pulse_ml.registry import models as mlflow_io
+    from pulse_ml.registry import store as tracking
+    from pulse_ml.sessions.table import read_table, validate_frame
 
     raw = read_table(job.data_path)
     if job.category_column not in raw.columns:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from pulse_ml.errors import PulseError
-from pulse_ml.report import markdown_table, text_table
+from pulse_ml.report.tables import markdown_table, text_table
 
 _COLS = ["name", "kind", "features", "mse", "mse_std", "mae", "mae_std", "r", "r_std",
          "trials", "time_s", "version", "run_id"]
@@ -73,7 +73,7 @@ def run(cfg) -> pd.DataFrame:
     """Entry point of ``pulse-ml compare``."""
     import mlflow
 
-    from pulse_ml import tracking
+    from pulse_ml.registry import store as tracking
 
     exp_id = tracking.setup(tracking.TRAIN_EXPERIMENT)
     found = [mlflow.search_runs([exp_id], filter_string=f"tags.kind = '{kind}' and "

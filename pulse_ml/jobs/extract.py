@@ -90,8 +90,8 @@ def label(frame: pd.DataFrame, s: ExtractSettings) -> tuple[pd.DataFrame, object
     """Add the LLM features to ``frame`` and log the batch to MLflow."""
     from pulse_ml.llm.cache import DiskCache
     from pulse_ml.llm.labeler import label_sessions
-    from pulse_ml.llm.tracking import llm_params, log_run
-    from pulse_ml.tracking import JUDGE_EXPERIMENT
+    from pulse_ml.registry.llm_runs import llm_params, log_run
+    from pulse_ml.registry.store import JUDGE_EXPERIMENT
 
     if s.labeler is None:
         raise PulseError("extract: no labeler configured (labeler=<name>).")

@@ -29,9 +29,8 @@ import pandas as pd
 
 from pulse_ml import settings as cfg_io
 from pulse_ml.config import choice, number
-from pulse_ml.data.table import read_table, validate_frame
 from pulse_ml.errors import PulseError
-from pulse_ml.inference import (
+from pulse_ml.inference.effects import (
     CLUSTER_MODES,
     PREDICTION_MODES,
     CaseStudyResult,
@@ -42,7 +41,8 @@ from pulse_ml.inference import (
     load_ground_truth,
     predictions,
 )
-from pulse_ml.report import markdown_table, text_table
+from pulse_ml.report.tables import markdown_table, text_table
+from pulse_ml.sessions.table import read_table, validate_frame
 
 IN_SAMPLE_WARNING = ("WARNING: ppi.predictions=in_sample predicts labeled sessions with a model "
                      "that was trained on them (the paper's procedure). The rectifier is overfit, "
@@ -79,7 +79,7 @@ def job_from_cfg(cfg) -> InferJob:
 def write_outputs(job: InferJob, effects: pd.DataFrame, results: list[CaseStudyResult],
                   meta: dict, truth: dict[str, float]) -> list[Path]:
     """effects.{json,csv,md}, forest.png, features.csv, label_shift.csv."""
-    from pulse_ml.plots import forest_plot
+    from pulse_ml.report.plots import forest_plot
 
     out = job.output
     out.mkdir(parents=True, exist_ok=True)
@@ -104,7 +104,7 @@ def log_run(job: InferJob, effects: pd.DataFrame, files: list[Path], version, me
     """Log the inference to experiment pulse-infer; returns the run id."""
     import mlflow
 
-    from pulse_ml import tracking
+    from pulse_ml.registry import store as tracking
 
     tracking.setup(tracking.INFER_EXPERIMENT)
     with mlflow.start_run(run_name=f"infer-{job.mode}") as run:
@@ -144,7 +144,8 @@ def printable(effects: pd.DataFrame, truth: dict[str, float]) -> pd.DataFrame:
 
 def run(cfg) -> pd.DataFrame:
     """Entry point of ``pulse-ml infer``."""
-    from pulse_ml import mlflow_io, tracking
+    from pulse_ml.registry import models as mlflow_io
+    from pulse_ml.registry import store as tracking
 
     job = job_from_cfg(cfg)
     raw = read_table(job.data_path)  # bad files fail before the model loads

@@ -20,8 +20,8 @@ import time
 import pandas as pd
 
 from pulse_ml.errors import PulseError
-from pulse_ml.jobs.demo import ensure_demo_data
-from pulse_ml.report import text_table
+from pulse_ml.report.tables import text_table
+from pulse_ml.simulate.demo import ensure_demo_data
 
 
 def _train_overrides(cfg, family: str) -> list[str]:

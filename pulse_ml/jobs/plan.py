@@ -15,12 +15,13 @@ import numpy as np
 
 from pulse_ml.config import number, require
 from pulse_ml.errors import PulseError
-from pulse_ml.metrics import pearson
+from pulse_ml.training.metrics import pearson
 
 
 def run(cfg):
     """Entry point of ``pulse-ml plan``."""
-    from pulse_ml import mlflow_io, tracking
+    from pulse_ml.registry import models as mlflow_io
+    from pulse_ml.registry import store as tracking
     from pulse_ml.stats import labels_needed, theoretical_width_ratio
 
     effect = float(require(cfg, "effect", "plan"))

@@ -13,7 +13,8 @@ from pulse_ml.config import require
 
 def run(cfg) -> None:
     """Entry point of ``pulse-ml promote``."""
-    from pulse_ml import mlflow_io, tracking
+    from pulse_ml.registry import models as mlflow_io
+    from pulse_ml.registry import store as tracking
 
     version = str(require(cfg, "version", "promote"))
     tracking.setup(tracking.TRAIN_EXPERIMENT)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pulse_ml.errors import PulseError
-from pulse_ml.scoring import ScoreResult, ScoreSettings, preflight, score_file
+from pulse_ml.inference.scoring import ScoreResult, ScoreSettings, preflight, score_file
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,8 @@ def job_from_cfg(cfg) -> ScoreJob:
 
 def run(cfg) -> ScoreResult:
     """Entry point of ``pulse-ml score``."""
-    from pulse_ml import mlflow_io, tracking
+    from pulse_ml.registry import models as mlflow_io
+    from pulse_ml.registry import store as tracking
 
     job = job_from_cfg(cfg)
     preflight(job.data_path, job.out, job.settings)  # fail fast, before loading the model

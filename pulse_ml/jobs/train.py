@@ -24,16 +24,16 @@ import numpy as np
 import pandas as pd
 
 from pulse_ml import settings as cfg_io
-from pulse_ml.data.fingerprint import data_fingerprint
-from pulse_ml.data.table import SessionTable, load_sessions
 from pulse_ml.errors import PulseError
-from pulse_ml.features import FeatureSet
-from pulse_ml.jobs.demo import ensure_demo_data
-from pulse_ml.metrics import CVMetrics, cv_metrics
 from pulse_ml.models.crossfit import CrossFitEnsemble, fit_crossfit
 from pulse_ml.models.factory import ModelSpec, build_pipeline, model_spec_from_mapping
-from pulse_ml.report import text_table
-from pulse_ml.tuning import CVObjective, TuningSettings, make_folds, run_study
+from pulse_ml.report.tables import text_table
+from pulse_ml.sessions.feature_sets import FeatureSet
+from pulse_ml.sessions.fingerprint import data_fingerprint
+from pulse_ml.sessions.table import SessionTable, load_sessions
+from pulse_ml.simulate.demo import ensure_demo_data
+from pulse_ml.training.metrics import CVMetrics, cv_metrics
+from pulse_ml.training.tuning import CVObjective, TuningSettings, make_folds, run_study
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,8 @@ def train_family(table: SessionTable, spec: ModelSpec, tuning: TuningSettings,
     import mlflow
     from threadpoolctl import threadpool_limits
 
-    from pulse_ml import mlflow_io, tracking
+    from pulse_ml.registry import models as mlflow_io
+    from pulse_ml.registry import store as tracking
 
     features = table.features
     labeled, y = training_data(table)
@@ -176,7 +177,7 @@ def train_family(table: SessionTable, spec: ModelSpec, tuning: TuningSettings,
 
 def summary(result: TrainResult) -> str:
     """The end-of-run summary table."""
-    from pulse_ml import tracking
+    from pulse_ml.registry import store as tracking
 
     m = result.metrics
     row = pd.DataFrame([{

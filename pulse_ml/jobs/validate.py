@@ -14,8 +14,8 @@ from __future__ import annotations
 import pandas as pd
 
 from pulse_ml import settings
-from pulse_ml.data.table import SessionTable
-from pulse_ml.report import text_table
+from pulse_ml.report.tables import text_table
+from pulse_ml.sessions.table import SessionTable
 
 
 def summary_frame(table: SessionTable) -> pd.DataFrame:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pulse_ml.metrics import pearson, spearman
+from pulse_ml.training.metrics import pearson, spearman
 
 N_SPLITS = 5
 SEED = 42
@@ -13,7 +13,7 @@ SEED = 42
 def score_metrics(y: np.ndarray, pred: np.ndarray) -> dict[str, float]:
     """MSE, MAE, Pearson r and Spearman rho of ``pred`` vs ``y`` (NaN preds ignored).
 
-    Correlations follow :mod:`pulse_ml.metrics` (0.0 when one side is constant).
+    Correlations follow :mod:`pulse_ml.training.metrics` (0.0 when one side is constant).
     """
     ok = ~np.isnan(pred)
     y, pred = y[ok], pred[ok]
@@ -48,7 +48,7 @@ def cv_judge_metrics(y: np.ndarray, pred: np.ndarray, n_splits: int = N_SPLITS,
     folds: dict[str, list[float]] = {"mse": [], "mae": [], "pearson": []}
     if len(y) >= n_splits:
         from pulse_ml.errors import PulseError
-        from pulse_ml.tuning import make_folds
+        from pulse_ml.training.tuning import make_folds
 
         try:
             fold_of = make_folds(len(y), n_splits, seed, groups)

@@ -15,7 +15,7 @@ def read_transcript_table(path: str | Path, need_rating: bool) -> pd.DataFrame:
     Raises:
         DataError: unreadable file, missing ``session_id`` / ``transcript`` (/ ``rating``).
     """
-    from pulse_ml.data.io import read_frame
+    from pulse_ml.sessions.readers import read_frame
 
     frame = read_frame(path)
     need = ["session_id", "transcript"] + (["rating"] if need_rating else [])

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 
 from pulse_ml.errors import PulseError
-from pulse_ml.features import FeatureSet
 from pulse_ml.models.preprocess import feature_frame
+from pulse_ml.sessions.feature_sets import FeatureSet
 
 
 @dataclass

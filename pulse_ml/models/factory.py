@@ -10,8 +10,8 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 
 from pulse_ml.errors import PulseError
-from pulse_ml.features import FeatureSet
 from pulse_ml.models.preprocess import make_preprocessor
+from pulse_ml.sessions.feature_sets import FeatureSet
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import pandas as pd
 from sklearn.compose import ColumnTransformer
 from sklearn.preprocessing import OneHotEncoder
 
-from pulse_ml.features import FeatureSet
+from pulse_ml.sessions.feature_sets import FeatureSet
 
 
 def make_preprocessor(features: FeatureSet) -> ColumnTransformer:

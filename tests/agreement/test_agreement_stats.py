@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pulse_ml.agreement import (
+from pulse_ml.errors import DataError
+from pulse_ml.inference.agreement import (
     ALL,
     agreement_outcomes,
     agreement_table,
@@ -16,7 +17,6 @@ from pulse_ml.agreement import (
     validate_pairs,
     wilson_interval,
 )
-from pulse_ml.errors import DataError
 
 
 def _wilson_formula(x: float, n: float, z: float = 1.959963984540054) -> tuple[float, float]:

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 from scipy.stats import pearsonr
 
-from pulse_ml.benchmarks import (
+from pulse_ml.config import compose
+from pulse_ml.errors import PulseError
+from pulse_ml.inference.task_deltas import (
     comparison_from_mapping,
     correlate,
     load_comparisons,
@@ -16,8 +18,6 @@ from pulse_ml.benchmarks import (
     pearson,
     pearson_bootstrap,
 )
-from pulse_ml.config import compose
-from pulse_ml.errors import PulseError
 from pulse_ml.jobs import benchmarks
 
 

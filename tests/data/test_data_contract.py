@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pulse_ml.data.ratings import aggregate_ratings
-from pulse_ml.data.table import load_sessions
 from pulse_ml.errors import DataError
-from pulse_ml.features import FeatureSet, FeatureSpec
+from pulse_ml.sessions.feature_sets import FeatureSet, FeatureSpec
+from pulse_ml.sessions.ratings import aggregate_ratings
+from pulse_ml.sessions.table import load_sessions
 
 
 @pytest.fixture(scope="module")

@@ -111,7 +111,7 @@ def test_table_lacking_model_features(small_demo, pulse_home, registered, cli, t
 def test_model_without_oof_predictions(small_demo, pulse_home, cli):
     from sklearn.dummy import DummyRegressor
 
-    from pulse_ml import tracking
+    from pulse_ml.registry import store as tracking
 
     tracking.setup(tracking.TRAIN_EXPERIMENT)
     with mlflow.start_run():

@@ -107,7 +107,7 @@ def test_content_hash_is_stable_across_formats(small_demo, tmp_path):
     frame = pd.read_parquet(small_demo)
     path = tmp_path / "t.csv"
     frame.to_csv(path, index=False)
-    from pulse_ml.data.table import load_sessions
+    from pulse_ml.sessions.table import load_sessions
 
     a = content_hash(load_sessions(small_demo, fs).frame, fs)
     b = content_hash(load_sessions(path, fs).frame, fs)

@@ -10,11 +10,11 @@ import pytest
 from pulse_ml import settings as cfg_io
 from pulse_ml.config import compose
 from pulse_ml.errors import DataError, PulseError
+from pulse_ml.inference.scoring import ScoreSettings, score_file
 from pulse_ml.jobs import train
 from pulse_ml.models.crossfit import fit_crossfit
 from pulse_ml.models.factory import build_pipeline
-from pulse_ml.scoring import ScoreSettings, score_file
-from pulse_ml.tuning import make_folds
+from pulse_ml.training.tuning import make_folds
 
 
 @pytest.fixture(scope="module")

@@ -6,10 +6,11 @@ import numpy as np
 import optuna
 import pandas as pd
 
-from pulse_ml import mlflow_io, tracking
 from pulse_ml.config import compose
 from pulse_ml.jobs import train
 from pulse_ml.models.factory import suggest
+from pulse_ml.registry import models as mlflow_io
+from pulse_ml.registry import store as tracking
 
 FAST = ["tuning.n_trials=1", "progress=false"]
 

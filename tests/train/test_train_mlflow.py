@@ -9,10 +9,11 @@ import mlflow
 import pandas as pd
 import pytest
 
-from pulse_ml import mlflow_io, tracking
 from pulse_ml.config import compose
 from pulse_ml.errors import PulseError
 from pulse_ml.jobs import train
+from pulse_ml.registry import models as mlflow_io
+from pulse_ml.registry import store as tracking
 
 FAST = ["tuning.n_trials=3", "progress=false"]
 
@@ -109,7 +110,7 @@ def test_two_workers_share_a_journal_study_and_resume(small_demo, pulse_home, tm
     assert second.n_trials == 8  # resumed: the study now holds both invocations' trials
     import optuna
 
-    from pulse_ml.tuning import _storage
+    from pulse_ml.training.tuning import _storage
 
     names = optuna.get_all_study_names(_storage(str(journal)))
     assert len(names) == 1

@@ -3,7 +3,7 @@
 The server runs in a separate process (its own GIL); the client is the real litellm path with
 the on-disk cache. Target: >= 100 calls/s on 2 cores with concurrency >= 32.
 
-    python benchmarks/label_bench.py [--sessions 300] [--concurrency 64] [--latency 0.2]
+    python perf/label_bench.py [--sessions 300] [--concurrency 64] [--latency 0.2]
 """
 
 from __future__ import annotations

@@ -23,9 +23,9 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from pulse_ml.case_studies import CaseStudy
-from pulse_ml.data.table import SessionTable
-from pulse_ml.inference import InferenceSettings, arm_data, compare
+from pulse_ml.inference.case_studies import CaseStudy
+from pulse_ml.inference.effects import InferenceSettings, arm_data, compare
+from pulse_ml.sessions.table import SessionTable
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,10 @@ import pandas as pd
 from sklearn.model_selection import GroupKFold, KFold
 
 from pulse_ml.errors import PulseError
-from pulse_ml.features import FeatureSet
-from pulse_ml.metrics import cv_metrics, pearson
 from pulse_ml.models.factory import ModelSpec, build_pipeline, suggest
 from pulse_ml.models.preprocess import feature_frame
+from pulse_ml.sessions.feature_sets import FeatureSet
+from pulse_ml.training.metrics import cv_metrics, pearson
 
 OBJECTIVES = {"cv_mse": "minimize", "cv_pearson": "maximize"}
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pulse_ml.case_studies import CaseStudy, resolve_case_studies
-from pulse_ml.data.io import read_frame
 from pulse_ml.errors import DataError
-from pulse_ml.features import FeatureSet
+from pulse_ml.inference.case_studies import CaseStudy, resolve_case_studies
+from pulse_ml.sessions.feature_sets import FeatureSet
+from pulse_ml.sessions.readers import read_frame
 
 REQUIRED = ("session_id", "condition", "rating")
 MIN_LABELED_PER_ARM = 2
@@ -208,7 +208,8 @@ def validate_frame(
     if dup.any():
         problems.append(f"column 'session_id': duplicate ids ({_bad_values(sid, dup)}) in "
                         f"{_where(frame, dup)}. Each session must appear once; aggregate "
-                        "segment ratings per session (pulse_ml.data.ratings.aggregate_ratings).")
+                        "segment ratings per session "
+                        "(pulse_ml.sessions.ratings.aggregate_ratings).")
     out["session_id"] = sid
     user = frame["user_id"] if "user_id" in frame else pd.Series([None] * len(frame))
     user = user.astype("string")

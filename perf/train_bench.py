@@ -1,6 +1,6 @@
 """Tune all 4 families x 30 trials x 5 folds on the default demo data: time, memory, r.
 
-Run: python benchmarks/train_bench.py [--trials 30]
+Run: python perf/train_bench.py [--trials 30]
 Targets (issue): <= 5 min on 2 cores; best out-of-fold r >= 0.9 x the generator's Bayes rho.
 """
 

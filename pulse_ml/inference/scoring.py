@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pulse_ml.errors import DataError, PulseError
-from pulse_ml.features import FeatureSet, FeatureSpec
+from pulse_ml.sessions.feature_sets import FeatureSet, FeatureSpec
 
 PARQUET = (".parquet", ".pq")
 CSV = (".csv",)

@@ -1,6 +1,6 @@
 """Time and peak memory of `pulse-ml simulate` on the default settings, without and with events.
 
-Run: /work/venv/bin/python benchmarks/simulate_bench.py [--repeat 3]
+Run: /work/venv/bin/python perf/simulate_bench.py [--repeat 3]
 Each configuration runs in a fresh subprocess so peak RSS (ru_maxrss) is its own.
 """
 

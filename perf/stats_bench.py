@@ -1,6 +1,6 @@
 """Benchmark: compare_arms vs a per-arm ppi_py loop at 1e4, 1e5, 1e6 unlabeled sessions per arm.
 
-Run: /work/venv/bin/python benchmarks/stats_bench.py
+Run: /work/venv/bin/python perf/stats_bench.py
 """
 
 import importlib

@@ -1,6 +1,6 @@
 """Wall time and peak memory of `pulse-ml score` on 10^6 sessions: chunks vs one chunk.
 
-Run: /work/venv/bin/python benchmarks/score_bench.py [--rows 1000000] [--labeled 5000]
+Run: /work/venv/bin/python perf/score_bench.py [--rows 1000000] [--labeled 5000]
      [--model lightgbm] [--chunk 100000] [--workdir DIR [--reuse]] [--only N,...]
 
 1. Generates a session table with the demo simulator (vectorized; ``n_labeled`` rated sessions
@@ -31,8 +31,9 @@ CHILD = r"""
 import json, os, resource, sys, time
 mode, src, out = sys.argv[1:4]
 chunk, trace = int(sys.argv[4]), sys.argv[5] == "1"
-from pulse_ml import mlflow_io, tracking
-from pulse_ml.scoring import ScoreSettings, score_file
+from pulse_ml.registry import models as mlflow_io
+from pulse_ml.registry import store as tracking
+from pulse_ml.inference.scoring import ScoreSettings, score_file
 import pandas as pd
 
 def rss_kb(key):

@@ -4,7 +4,7 @@ Writes a few thousand ``events/<session_id>.json`` files (user messages, agent `
 with and without git, ``run`` observations) plus ``ratings.csv`` into a temp dir, then times
 ``pulse_ml.jobs.extract.extract``.
 
-    python benchmarks/extract_bench.py [--sessions 3000]
+    python perf/extract_bench.py [--sessions 3000]
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from pulse_ml.errors import PulseError
-from pulse_ml.tracking import CHAMPION, REGISTERED_MODEL
+from pulse_ml.registry.store import CHAMPION, REGISTERED_MODEL
 
 PIP_REQUIREMENTS = ["mlflow>=3.17,<3.18", "scikit-learn>=1.9,<2", "lightgbm>=4.7,<5",
                     "pandas>=2.2", "numpy>=2.0", "joblib", "pulse-ml"]
@@ -168,7 +168,7 @@ def log_and_register_model(ensemble, example: pd.DataFrame, version_tags: Mappin
     import mlflow
     from mlflow.models import infer_signature
 
-    from pulse_ml.models.pyfunc import PulseSatisfactionModel
+    from pulse_ml.registry.pyfunc import PulseSatisfactionModel
 
     example = example[ensemble.features.names].head(5).reset_index(drop=True)
     with warnings.catch_warnings():  # counts and flags are integers by contract: no NaN

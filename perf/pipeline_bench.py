@@ -4,7 +4,7 @@ For each case study: the reported honest CI reduction, the limit 1 - sqrt(1 - rh
 (per arm with the honest out-of-fold rho of the champion, averaged over the two arms), and the
 in-sample (paper) mode's reduction beside them.
 
-Run: python benchmarks/pipeline_bench.py [--trials 20] [--signal 1.0]
+Run: python perf/pipeline_bench.py [--trials 20] [--signal 1.0]
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ def main() -> None:
 
     import numpy as np
 
-    from pulse_ml import mlflow_io
     from pulse_ml.config import compose
     from pulse_ml.jobs import infer, pipeline
-    from pulse_ml.metrics import pearson
+    from pulse_ml.registry import models as mlflow_io
     from pulse_ml.stats import theoretical_width_ratio
+    from pulse_ml.training.metrics import pearson
 
     t0 = time.perf_counter()
     out = pipeline.run(compose("pipeline", [f"data.path={path}",

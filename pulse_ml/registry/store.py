@@ -73,7 +73,7 @@ def ui_command() -> str:
 
 def git_commit() -> str:
     """Return the current git commit of the project checkout, or ``unknown``."""
-    head = Path(__file__).resolve().parent.parent / ".git"
+    head = Path(__file__).resolve().parents[2] / ".git"
     try:
         ref = (head / "HEAD").read_text().strip()
         if ref.startswith("ref: "):

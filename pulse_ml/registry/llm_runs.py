@@ -27,7 +27,7 @@ def log_run(experiment: str, run_name: str, tags: Mapping[str, str],
     """Log one run with params, metrics and CSV / text artifacts; return its run id."""
     import mlflow
 
-    from pulse_ml.tracking import setup
+    from pulse_ml.registry.store import setup
 
     setup(experiment)
     with mlflow.start_run(run_name=run_name, tags=dict(tags)) as run:

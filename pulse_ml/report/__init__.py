@@ -1,0 +1,1 @@
+"""Report: plain-text and Markdown tables for the terminal and files, and every plot."""
