@@ -16,12 +16,12 @@ CHILD = r"""
 import json, resource, sys, time, tempfile
 from pathlib import Path
 from pulse_ml.config import compose
-from pulse_ml.jobs.simulate import settings_from_cfg
+from pulse_ml.simulate.demo import settings_from_config
 from pulse_ml.simulate.events import write_events
 from pulse_ml.simulate.generator import simulate
 events = sys.argv[1] == "1"
 out = Path(sys.argv[2])
-settings = settings_from_cfg(compose("simulate", []))
+settings = settings_from_config(compose("simulate", []))
 t0 = time.perf_counter()
 result = simulate(settings)
 t1 = time.perf_counter()

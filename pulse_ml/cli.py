@@ -30,8 +30,6 @@ VERBS: dict[str, tuple[str, str]] = {
     "agreement": ("pulse_ml.jobs.agreement", "agreement with human pairwise preferences"),
 }
 
-_ALIASES = {"case_study": "case_study_name"}  # plain keys whose name is also a config group
-
 
 def _usage() -> str:
     width = max(len(v) for v in VERBS)
@@ -68,25 +66,6 @@ def _module_doc(module: str) -> str:
         return (ast.get_docstring(ast.parse(fh.read())) or "").strip()
 
 
-def _rewrite(overrides: list[str]) -> list[str]:
-    out = []
-    for item in overrides:
-        key, sep, value = item.partition("=")
-        out.append(f"{_ALIASES[key]}={value}" if sep and key in _ALIASES else item)
-    return out
-
-
-def _expand(overrides: list[str], multirun: bool) -> list[list[str]]:
-    if not multirun:
-        return [overrides]
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    parsed = OverridesParser.create().parse_overrides(overrides)
-    batches = BasicSweeper.split_arguments(parsed, None)
-    return [list(job) for batch in batches for job in batch]
-
-
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``pulse-ml`` console script."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -103,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
     multirun = any(a in ("-m", "--multirun") for a in rest)
     show_help = any(a in ("-h", "--help") for a in rest)
     show_cfg = "--cfg" in rest
-    overrides = _rewrite([a for a in rest if not a.startswith("-")])
+    overrides = [a for a in rest if not a.startswith("-")]
     unknown = [a for a in rest if a.startswith("-") and a not in
                ("-m", "--multirun", "-h", "--help", "--cfg")]
     if unknown:
@@ -114,17 +93,15 @@ def main(argv: list[str] | None = None) -> None:
     from pulse_ml.errors import PulseError
 
     try:
-        from pulse_ml.config import compose
+        from pulse_ml.config import compose, expand_sweeps, to_yaml
 
-        jobs = _expand(overrides, multirun)
+        jobs = expand_sweeps(overrides) if multirun else [overrides]
         if show_help or show_cfg:
-            from omegaconf import OmegaConf
-
             if show_help:
                 print(f"pulse-ml {verb}: {VERBS[verb][1]}\n")
                 print(_module_doc(VERBS[verb][0]) + "\n")
                 print("composed config (override any key with key=value):\n")
-            print(OmegaConf.to_yaml(compose(verb, jobs[0])))
+            print(to_yaml(compose(verb, jobs[0])))
             return
         module = importlib.import_module(VERBS[verb][0])
         for i, job in enumerate(jobs):
@@ -136,6 +113,10 @@ def main(argv: list[str] | None = None) -> None:
             if len(jobs) > 1:
                 print(f"[{i + 1}/{len(jobs)}] done in {time.perf_counter() - start:.1f} s")
     except PulseError as exc:
+        if os.environ.get("PULSE_DEBUG"):
+            import traceback
+
+            traceback.print_exception(exc, file=sys.stderr)
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except BrokenPipeError:  # e.g. `pulse-ml train --help | head`

@@ -1,14 +1,87 @@
-"""Compose Hydra configs for a verb (the only place that talks to Hydra)."""
+"""The config boundary: compose Hydra configs and read them into plain, typed values.
+
+This is the only module that imports Hydra or OmegaConf. :func:`compose` returns a read-only
+:class:`Node` of plain Python values (interpolations resolved), so jobs and everything below
+them never see a ``DictConfig``. Each job turns its node into a frozen settings dataclass with
+:func:`number`, :func:`choice`, :func:`flag`, :func:`text` and :func:`require`, which name the key
+and the allowed values when a setting is wrong.
+"""
 
 from __future__ import annotations
 
+import difflib
+import itertools
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from pulse_ml.errors import PulseError
 from pulse_ml.paths import conf_dir, project_root
 
 # Config groups whose value may also be a path to a YAML file outside the package.
 _FILE_GROUPS = ("features", "model", "judge", "labeler")
+MISSING = "???"
+
+
+class Node(Mapping):
+    """A read-only view of a composed config: ``node.key``, ``node["key"]``, ``node.get``.
+
+    Nested mappings come back as :class:`Node`; everything else is a plain value (lists are
+    plain lists). :meth:`to_dict` gives a deep plain copy.
+    """
+
+    def __init__(self, data: Mapping[str, Any], path: str = ""):
+        object.__setattr__(self, "_data", dict(data))
+        object.__setattr__(self, "_path", path)
+
+    def _wrap(self, key: str, value: Any) -> Any:
+        if isinstance(value, Mapping) and not isinstance(value, Node):
+            return Node(value, f"{self._path}{key}.")
+        return value
+
+    def __getitem__(self, key: str) -> Any:
+        return self._wrap(key, self._data[key])
+
+    def __getattr__(self, key: str) -> Any:
+        if key.startswith("__"):
+            raise AttributeError(key)
+        try:
+            return self[key]
+        except KeyError:
+            raise PulseError(f"config key `{self._path}{key}` is not set.") from None
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        raise TypeError("a composed config is read-only; pass overrides to compose() instead")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return f"Node({self._data!r})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """A deep plain copy (nested dicts and lists)."""
+        return _plain(self._data)
+
+    def select(self, dotted: str, default: Any = None) -> Any:
+        """The value at a dotted key (``tuning.n_trials``), or ``default`` when absent."""
+        node: Any = self
+        for part in dotted.split("."):
+            if not isinstance(node, Mapping) or part not in node:
+                return default
+            node = node[part]
+        return node
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _register_resolvers() -> None:
@@ -35,7 +108,8 @@ def _split_file_overrides(overrides: list[str]) -> tuple[list[str], dict[str, Pa
     return kept, files
 
 
-def compose(verb: str, overrides: list[str] | None = None):
+def compose(verb: str, overrides: list[str] | None = None,
+            extra: Mapping[str, Any] | None = None) -> Node:
     """Compose ``conf/<verb>.yaml`` with command-line overrides.
 
     Args:
@@ -43,9 +117,11 @@ def compose(verb: str, overrides: list[str] | None = None):
         overrides: Hydra override strings (``key=value``, ``group=option``, ``+key=value``);
             ``features=path/to/set.yaml`` (likewise ``model``, ``judge``, ``labeler``) loads a
             YAML file from outside the package.
+        extra: Top-level values set after composition (e.g. a feature-set mapping handed over
+            by another verb), replacing whole keys.
 
     Returns:
-        The composed ``DictConfig`` with interpolations resolved.
+        The composed config as a read-only :class:`Node`, interpolations resolved.
 
     Raises:
         PulseError: when an override names an unknown key, option or file.
@@ -65,10 +141,10 @@ def compose(verb: str, overrides: list[str] | None = None):
                                    job_name=verb):
             cfg = hydra_compose(config_name=verb, overrides=kept)
     except (HydraException, OmegaConfBaseException) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
-        raise PulseError(f"pulse-ml {verb}: cannot compose the config: {first}\n"
+        message = str(exc).strip() or repr(exc)
+        raise PulseError(f"pulse-ml {verb}: cannot compose the config: {message}\n"
                          f"  Check the override spelling; `pulse-ml {verb} --help` shows the "
-                         f"keys and groups.") from None
+                         f"keys and groups.") from exc
     finally:
         GlobalHydra.instance().clear()
     OmegaConf.set_struct(cfg, False)
@@ -77,79 +153,171 @@ def compose(verb: str, overrides: list[str] | None = None):
         if "name" not in cfg[key]:
             cfg[key]["name"] = path.stem
     try:
-        OmegaConf.resolve(cfg)
+        data = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)
     except OmegaConfBaseException as exc:
-        raise PulseError(f"pulse-ml {verb}: a config value is missing or wrong: {exc}") from None
-    return cfg
+        raise PulseError(f"pulse-ml {verb}: a config value is missing or wrong: {exc}") from exc
+    data.update(_plain(dict(extra or {})))
+    return Node(data)
 
 
-def require(cfg, key: str, verb: str):
-    """Return ``cfg[key]``, or raise a ``PulseError`` naming the key when it is ``???``."""
-    from omegaconf import OmegaConf
+def to_yaml(cfg: Node | Mapping[str, Any]) -> str:
+    """The config as YAML (for ``--cfg``, ``--help`` and the ``config.yaml`` artifact)."""
+    import yaml
 
-    if OmegaConf.is_missing(cfg, key) or cfg.get(key) is None:
+    plain = cfg.to_dict() if isinstance(cfg, Node) else _plain(cfg)
+    return yaml.safe_dump(plain, sort_keys=False, default_flow_style=False)
+
+
+def load_yaml(path: str | Path) -> dict[str, Any]:
+    """Read a plain YAML file (catalogue entries, case studies) into a dict."""
+    import yaml
+
+    with open(path, encoding="utf-8") as fh:
+        data = yaml.safe_load(fh)
+    return data if isinstance(data, dict) else {}
+
+
+def expand_sweeps(overrides: list[str]) -> list[list[str]]:
+    """One override list per combination of comma-separated sweep values (``-m a=1,2 b=x,y``).
+
+    Uses only Hydra's public override parser (``Override.is_sweep_override`` and
+    ``sweep_string_iterator``); the cartesian product follows the order of the overrides, as
+    Hydra's basic sweeper does.
+    """
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except HydraException as exc:
+        raise PulseError(f"cannot parse the overrides: {exc}") from exc
+    choices: list[list[str]] = []
+    for item in parsed:
+        key = item.get_key_element()
+        if item.is_sweep_override():
+            choices.append([f"{key}={value}" for value in item.sweep_string_iterator()])
+        else:
+            choices.append([item.input_line])
+    return [list(combo) for combo in itertools.product(*choices)]
+
+
+def is_missing(cfg: Mapping[str, Any], key: str) -> bool:
+    """True when the dotted ``key`` is absent, null or ``???``."""
+    value = cfg.select(key) if isinstance(cfg, Node) else cfg.get(key)
+    return value is None or value == MISSING
+
+
+def require(cfg: Node, key: str, verb: str) -> Any:
+    """Return the value at dotted ``key``, or raise a ``PulseError`` naming it when unset."""
+    if is_missing(cfg, key):
         raise PulseError(f"pulse-ml {verb}: `{key}` is required, e.g. `pulse-ml {verb} {key}=...`")
-    return cfg[key]
+    return cfg.select(key)
 
 
-def require_data_path(cfg, verb: str) -> Path:
+def require_data_path(cfg: Node, verb: str) -> Path:
     """Return ``cfg.data.path`` as a Path, or raise a ``PulseError`` saying how to set it."""
-    from omegaconf import OmegaConf
-
-    data = cfg.get("data") or {}
-    if not data or OmegaConf.is_missing(data, "path") or not data.get("path"):
+    if is_missing(cfg, "data.path") or not cfg.select("data.path"):
         raise PulseError(f"pulse-ml {verb}: `data.path` is required, e.g. "
                          f"`pulse-ml {verb} data.path=data/sessions.parquet`")
-    return Path(str(data.path)).expanduser()
+    return Path(str(cfg.select("data.path"))).expanduser()
 
 
-def number(cfg, key: str, verb: str, low: float | None = None, high: float | None = None,
-           integer: bool = False, open_interval: bool = False) -> float:
+def number(cfg: Node, key: str, verb: str, low: float | None = None, high: float | None = None,
+           integer: bool = False, open_interval: bool = False,
+           optional: bool = False) -> Any:
     """Read a numeric setting (dotted ``key``) and check its range; one clear error otherwise.
 
     Args:
         cfg: Composed config.
-        key: Dotted key, e.g. ``alpha`` or ``infer.alpha``.
+        key: Dotted key, e.g. ``alpha`` or ``tuning.n_trials``.
         verb: Verb name for the message.
         low: Smallest allowed value (None = no bound; inclusive unless ``open_interval``).
         high: Largest allowed value (None = no bound; inclusive unless ``open_interval``).
         integer: Require a whole number (returned as int).
         open_interval: Exclude the bounds.
-    """
-    from omegaconf import OmegaConf
+        optional: Return None when the value is null.
 
-    raw = OmegaConf.select(cfg, key)
+    Raises:
+        PulseError: naming the key, the value given, the expected type and range.
+    """
+    raw = cfg.select(key)
+    if optional and raw in (None, "", "none", "null"):
+        return None
+    kind = "a whole number" if integer else "a number"
+    lo = "(" if open_interval else "["
+    hi = ")" if open_interval else "]"
+    allowed = (f"{lo}{'-inf' if low is None else low}, {'inf' if high is None else high}{hi}")
     try:
+        if isinstance(raw, bool):
+            raise ValueError
         value = float(raw)
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError
         if integer:
             if value != int(value):
                 raise ValueError
             value = int(value)
     except (TypeError, ValueError):
-        kind = "a whole number" if integer else "a number"
-        raise PulseError(f"pulse-ml {verb}: {key}={raw!r} is not {kind}.") from None
+        raise PulseError(f"pulse-ml {verb}: {key}={raw!r} is not {kind}; use {kind} in "
+                         f"{allowed}.") from None
     bad_low = low is not None and (value <= low if open_interval else value < low)
     bad_high = high is not None and (value >= high if open_interval else value > high)
     if bad_low or bad_high:
-        lo = "(" if open_interval else "["
-        hi = ")" if open_interval else "]"
         raise PulseError(f"pulse-ml {verb}: {key}={raw} is out of range; use a value in "
-                         f"{lo}{'-inf' if low is None else low}, "
-                         f"{'inf' if high is None else high}{hi}.")
+                         f"{allowed}.")
     return value
 
 
-def choice(cfg, key: str, verb: str, allowed: dict[str, str]) -> str:
+def choice(cfg: Node, key: str, verb: str, allowed: dict[str, str]) -> str:
     """Read a setting (dotted ``key``) that must be one of ``allowed`` (value -> meaning).
 
     Raises:
         PulseError: naming the key, the value given and every allowed value with its meaning.
     """
-    from omegaconf import OmegaConf
-
-    value = str(OmegaConf.select(cfg, key))
+    raw = cfg.select(key)
+    value = str(raw).lower() if isinstance(raw, bool) else str(raw)
     if value not in allowed:
+        close = difflib.get_close_matches(value, list(allowed), n=1)
+        hint = f" Did you mean {close[0]}?" if close else ""
         options = "; ".join(f"{k} = {v}" for k, v in allowed.items())
-        raise PulseError(f"pulse-ml {verb}: {key}={value} is not an option. Use {options}.")
+        raise PulseError(f"pulse-ml {verb}: {key}={value} is not an option.{hint} "
+                         f"Use {options}.")
     return value
 
+
+def flag(cfg: Node, key: str, verb: str, default: bool | None = None) -> bool:
+    """Read a true/false setting; ``1/0``, ``yes/no`` and ``on/off`` are accepted too."""
+    raw = cfg.select(key, default)
+    if isinstance(raw, bool):
+        return raw
+    text_value = str(raw).strip().lower()
+    if text_value in ("true", "1", "yes", "on"):
+        return True
+    if text_value in ("false", "0", "no", "off"):
+        return False
+    raise PulseError(f"pulse-ml {verb}: {key}={raw!r} is not true or false.")
+
+
+def text(cfg: Node, key: str, default: str | None = None) -> str | None:
+    """Read an optional string setting: None for null/empty (and for ``none``)."""
+    raw = cfg.select(key, default)
+    if raw is None or str(raw).strip() in ("", "none", "null", MISSING):
+        return None
+    return str(raw)
+
+
+def names(value: Any) -> list[str] | None:
+    """Parse an "all / comma list / list" setting: None means all."""
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("all", "")):
+        return None
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    return [str(v) for v in value]
+
+
+def mapping(cfg: Node, key: str) -> dict[str, Any]:
+    """The plain dict at dotted ``key`` (empty when unset)."""
+    value = cfg.select(key)
+    if isinstance(value, Node):
+        return value.to_dict()
+    return dict(value or {})

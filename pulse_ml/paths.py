@@ -37,3 +37,12 @@ def project_root() -> Path:
 def resolve(path: str | os.PathLike[str]) -> Path:
     """Resolve a user path: absolute as is, relative to the current working directory."""
     return Path(path).expanduser().resolve()
+
+
+def catalog_dir(kind: str) -> Path:
+    """Return a shipped catalogue folder (``case_studies`` or ``task_benchmarks``).
+
+    Catalogues are plain YAML read by pulse_ml itself, not Hydra config groups, so they live
+    under ``conf/catalog/`` where no override can mistake them for a group.
+    """
+    return conf_dir() / "catalog" / kind

@@ -1,4 +1,4 @@
-"""Case studies (A/B tests): configured ones from ``conf/case_study/`` and ones found in data."""
+"""Case studies (A/B tests): configured ones (``conf/catalog/case_studies/``) and found ones."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from pulse_ml.errors import PulseError
-from pulse_ml.paths import conf_dir
+from pulse_ml.paths import catalog_dir
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ def load_configured(extra_dirs: Iterable[str | Path] = ()) -> dict[str, CaseStud
     with the same name.
     """
     studies: dict[str, CaseStudy] = {}
-    dirs = [conf_dir() / "case_study", *(Path(d) for d in extra_dirs)]
+    dirs = [catalog_dir("case_studies"), *(Path(d) for d in extra_dirs)]
     for folder in dirs:
         if not folder.is_dir():
             if folder != dirs[0]:
@@ -97,7 +97,7 @@ def resolve_case_studies(
                                  description="found in the data", configured=False))
             notes.append(f"case study '{name}' is not configured: control = '{conds[0]}' "
                          f"(alphabetically first), treatment = '{conds[1]}'. Add "
-                         f"conf/case_study/{name}.yaml to choose.")
+                         f"conf/catalog/case_studies/{name}.yaml to choose.")
         else:
             notes.append(f"case study '{name}' has {len(conds)} conditions ({', '.join(conds)}); "
                          "only two-arm case studies are analysed. Configure it to pick two.")

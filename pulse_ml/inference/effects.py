@@ -7,9 +7,7 @@ and returns typed results. The honest predictions come from
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -20,9 +18,7 @@ from pulse_ml.sessions.table import SessionTable
 from pulse_ml.stats import compare_arms, compare_features, labeled_shift, permutation_pvalue
 from pulse_ml.stats.arm_effect import ArmComparison
 
-# Options of the ``ppi.predictions`` and ``clusters`` settings (value -> meaning).
-PREDICTION_MODES = {"crossfit": "honest, out-of-fold for training sessions",
-                    "in_sample": "the paper's mode, NOT valid"}
+# Options of the ``clusters`` setting (value -> meaning).
 CLUSTER_MODES = {"user_id": "cluster-robust by user", "none": "sessions independent"}
 
 EFFECT_COLUMNS = [
@@ -163,66 +159,3 @@ def effects_frame(results: list[CaseStudyResult]) -> pd.DataFrame:
 def settings_dict(settings: InferenceSettings) -> dict:
     """Settings as a plain dict (for logging)."""
     return asdict(settings)
-
-
-def predictions(ensemble, table: SessionTable, mode: str) -> tuple[np.ndarray, int, list[str]]:
-    """Predictions for every session, honest unless ``mode == "in_sample"``.
-
-    Returns:
-        ``(predictions, n_labeled_with_oof, notes)``.
-
-    Raises:
-        PulseError: no out-of-fold predictions, or labeled sessions that look like the model's
-            training sessions under new ids (their predictions would leak their labels).
-    """
-    if mode == "in_sample":
-        return ensemble.predict(table.frame), 0, []
-    if ensemble.oof is None or len(ensemble.oof) == 0:
-        raise PulseError("the model version has no out-of-fold predictions, and honest mode "
-                         "(ppi.predictions=crossfit) needs them. Re-register it with "
-                         "`pulse-ml train`, or use ppi.predictions=in_sample (not valid).")
-    preds, used = ensemble.honest_predict(table.frame)
-    report = ensemble.honesty(table.frame, table.labeled)
-    if report.leak_suspected:
-        raise PulseError(
-            f"{table.path}: {report.n_renamed_suspects} labeled session(s) have no out-of-fold "
-            f"prediction by session_id but the same features and rating as sessions the model "
-            f"was trained on ({report.n_with_oof} of {report.n_labeled} labeled sessions matched "
-            "by id). They look like training sessions under new ids; predicting them with the "
-            "model would leak their labels and make the intervals invalid. Keep the session_id "
-            "values the model was trained with, or re-train on this table (`pulse-ml train`).")
-    notes = []
-    if report.n_renamed_suspects:
-        notes.append(f"{report.n_renamed_suspects} labeled session(s) without an id match have "
-                     "the same features and rating as a training session (few enough to be "
-                     "coincidences; re-train on this table to be sure).")
-    if report.n_changed:
-        notes.append(f"{report.n_changed} labeled session(s) changed features or rating since "
-                     "training; they keep their out-of-fold prediction (honest, but for the old "
-                     "content). Re-train to use the new content.")
-    if report.n_with_oof == 0 and report.n_labeled:
-        notes.append(f"none of the model's {report.n_training} training sessions is in this "
-                     "table: every session is predicted by the full ensemble (honest only if "
-                     "these labeled sessions were never used to train it).")
-    return preds, report.n_with_oof, notes
-
-
-def load_ground_truth(data_path: str) -> dict[str, float]:
-    """True effects from ``ground_truth.json`` next to simulated data (else empty)."""
-    path = Path(data_path).with_name("ground_truth.json")
-    if not path.is_file():
-        return {}
-    try:
-        effects = json.loads(path.read_text()).get("effects", {})
-        return {k: float(v["effect"]) for k, v in effects.items()}
-    except (ValueError, KeyError, TypeError):
-        return {}
-
-
-def check_model_columns(frame: pd.DataFrame, ensemble, path: str) -> None:
-    """Fail early when the table lacks features the model needs."""
-    missing = [c for c in ensemble.features.names if c not in frame.columns]
-    if missing:
-        raise PulseError(f"{path}: the model (feature set '{ensemble.features.name}') needs "
-                         f"column(s) {', '.join(missing)}, which the table lacks. Extract them "
-                         "(pulse-ml extract) or use a model trained on another feature set.")

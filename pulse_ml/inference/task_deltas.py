@@ -1,6 +1,7 @@
 """Human effect per task type (Delta_H) against benchmark deltas (Delta_B), paper Section 7.
 
-A *benchmark comparison* (``conf/benchmarks/<name>.yaml``) lists, for one two-arm case study,
+A *benchmark comparison* (``conf/catalog/task_benchmarks/<name>.yaml``) lists, for one two-arm
+case study,
 rows of (task type, benchmark, Delta_H printed in the paper, Delta_B, session-table categories).
 Delta_H is computed here per row as the PPI++ effect (treatment - control) on the sessions whose
 category is one of the row's ``categories``, in stars and in % of the control arm's PPI++ mean.
@@ -27,7 +28,7 @@ from numpy.typing import ArrayLike
 from pulse_ml.errors import PulseError
 from pulse_ml.inference.case_studies import CaseStudy
 from pulse_ml.inference.effects import InferenceSettings, arm_data, compare
-from pulse_ml.paths import conf_dir
+from pulse_ml.paths import catalog_dir
 from pulse_ml.sessions.table import SessionTable
 
 ROW_KEYS = ("task_type", "benchmark", "delta_h_paper", "delta_b")
@@ -54,7 +55,7 @@ class BenchmarkRow:
 
 @dataclass(frozen=True)
 class BenchmarkComparison:
-    """Benchmark deltas of one case study (one YAML file of ``conf/benchmarks/``).
+    """Benchmark deltas of one case study (one YAML file of ``conf/catalog/task_benchmarks/``).
 
     Attributes:
         name: Comparison name (file stem by default).
@@ -149,7 +150,7 @@ def comparison_from_mapping(node: Mapping, source: str, default_name: str = "") 
 
 
 def load_comparisons(selected: Sequence[str] | None = None) -> list[BenchmarkComparison]:
-    """Read comparisons: shipped ``conf/benchmarks/*.yaml`` by name, or YAML files by path.
+    """Read comparisons: shipped catalogue files by name, or YAML files by path.
 
     Args:
         selected: Names of shipped comparisons or paths to YAML files; ``None`` = every shipped
@@ -158,7 +159,7 @@ def load_comparisons(selected: Sequence[str] | None = None) -> list[BenchmarkCom
     Raises:
         PulseError: unknown name, missing file or malformed YAML.
     """
-    folder = conf_dir() / "benchmarks"
+    folder = catalog_dir("task_benchmarks")
     shipped = {p.stem: p for p in sorted(folder.glob("*.y*ml"))}
     if selected is None:
         paths = list(shipped.values())

@@ -32,9 +32,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pulse_ml.config import choice
+from pulse_ml.config import Node, choice, is_missing, mapping, number
 from pulse_ml.errors import DataError, PulseError
 from pulse_ml.inference.agreement import agreement_outcomes, agreement_table, validate_pairs
+from pulse_ml.report.plots import agreement_chart
 from pulse_ml.report.tables import markdown_table, text_table
 
 COLUMN_PREFIX = "column:"
@@ -55,11 +56,9 @@ class AgreementJob:
     output: Path
 
 
-def job_from_cfg(cfg) -> AgreementJob:
+def settings_from_config(cfg: Node) -> AgreementJob:
     """Read the composed config once."""
-    from omegaconf import OmegaConf
-
-    if OmegaConf.is_missing(cfg.pairs, "path") or not cfg.pairs.get("path"):
+    if is_missing(cfg, "pairs.path") or not cfg.pairs.get("path"):
         raise PulseError("pulse-ml agreement: `pairs.path` is required: a table with pair_id, "
                          "session_a, session_b, preference (a, b or tie) and category, e.g. "
                          "`pulse-ml agreement pairs.path=pairs.csv`.")
@@ -68,10 +67,8 @@ def job_from_cfg(cfg) -> AgreementJob:
                   {"exclude": "drop human ties", "half": "keep them; one-sided ties earn 1/2"})
     interval_n = choice(cfg, "interval_n", "agreement",
                         {"pairs": "n = pairs", "pooled": "n = seeds x pairs"})
-    tie_margin = float(cfg.tie_margin)
-    if tie_margin < 0:
-        raise PulseError(f"tie_margin={tie_margin}: must be >= 0.")
-    raw = OmegaConf.to_container(cfg.predictors, resolve=True) if cfg.get("predictors") else \
+    tie_margin = number(cfg, "tie_margin", "agreement", 0, None)
+    raw = mapping(cfg, "predictors") if cfg.get("predictors") else \
         {"model": [str(cfg.model_uri)]}
     if not isinstance(raw, dict) or not raw:
         raise PulseError("predictors: give at least one, e.g. "
@@ -86,7 +83,8 @@ def job_from_cfg(cfg) -> AgreementJob:
     cat = cfg.pairs.get("category_column")
     return AgreementJob(pairs_path=pairs_path, category_column=None if cat in (None, "") else
                         str(cat), data_path=str(cfg.data.path), predictors=predictors,
-                        ties=ties, tie_margin=tie_margin, alpha=float(cfg.alpha),
+                        ties=ties, tie_margin=tie_margin,
+                        alpha=number(cfg, "alpha", "agreement", 0, 1, open_interval=True),
                         interval_n=interval_n, output=Path(str(cfg.output)))
 
 
@@ -120,55 +118,20 @@ def _column_scores(sessions: pd.DataFrame, path: str, column: str) -> np.ndarray
 
 
 def _model_scores(sessions: pd.DataFrame, path: str, uri: str, cache: dict) -> np.ndarray:
-    from pulse_ml.inference.effects import check_model_columns, predictions
-    from pulse_ml.registry import models as mlflow_io
-    from pulse_ml.registry import store as tracking
-    from pulse_ml.sessions.table import validate_frame
+    from pulse_ml.inference.honest import honest_data
+    from pulse_ml.registry import models
 
     if uri not in cache:
-        tracking.setup(tracking.INFER_EXPERIMENT)
-        ensemble, _ = mlflow_io.load_registered(uri)
-        check_model_columns(sessions, ensemble, path)
-        table = validate_frame(sessions, path, ensemble.features, {}, only=[])
-        cache[uri] = predictions(ensemble, table, "crossfit")[0]
+        ensemble, _ = models.load_model(uri)
+        cache[uri] = honest_data(sessions, path, ensemble, {}, only=[]).predictions
     return cache[uri]
-
-
-def _bar_chart(summary: pd.DataFrame, path: Path, ties: str) -> None:
-    """Per-category agreement bars (one colour per predictor) with Wilson error bars."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    cats = list(dict.fromkeys(summary["category"]))
-    preds = list(dict.fromkeys(summary["predictor"]))
-    width = 0.8 / len(preds)
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(cats) * max(1, len(preds)) ** 0.5), 4))
-    for i, name in enumerate(preds):
-        sub = summary[summary["predictor"] == name].set_index("category").reindex(cats)
-        xs = np.arange(len(cats)) + (i - (len(preds) - 1) / 2) * width
-        err = np.vstack([sub["agreement_pct"] - sub["ci_lower_pct"],
-                         sub["ci_upper_pct"] - sub["agreement_pct"]])
-        ax.bar(xs, sub["agreement_pct"], width, yerr=np.nan_to_num(err), capsize=3, label=name)
-    ax.axhline(50, color="black", lw=0.7, ls="--")
-    n = summary.groupby("category")["n_pairs"].max().reindex(cats)
-    ax.set_xticks(range(len(cats)), [f"{c}\n(n={k})" for c, k in zip(cats, n, strict=True)],
-                  rotation=30, ha="right", fontsize=8)
-    ax.set_ylim(0, 100)
-    ax.set_ylabel("agreement with human preference (%)")
-    ax.set_title(f"Pairwise agreement per category (95% Wilson; ties={ties})", fontsize=9)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def run(cfg) -> pd.DataFrame:
     """Entry point of ``pulse-ml agreement``; returns the summary table."""
     from pulse_ml.sessions.readers import read_frame
 
-    job = job_from_cfg(cfg)
+    job = settings_from_config(cfg)
     pairs_raw = read_frame(job.pairs_path)
     sessions = read_frame(job.data_path)
     ids = _session_ids(sessions, job.data_path)
@@ -209,7 +172,7 @@ def run(cfg) -> pd.DataFrame:
     (out / "agreement.md").write_text(
         f"# Agreement with human pairwise preferences ({len(pairs)} pairs)\n\n{rule}.\n\n"
         + markdown_table(summary, 1) + "\n" + "".join(f"\n> note: {n}" for n in notes) + "\n")
-    _bar_chart(summary, out / "agreement.png", job.ties)
+    agreement_chart(summary, out / "agreement.png", job.ties)
     print(f"{len(pairs)} pairs; {rule}.")
     print(text_table(summary, digits=1))
     for note in notes:

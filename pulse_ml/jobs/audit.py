@@ -13,63 +13,80 @@ Example:
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from pulse_ml import settings as cfg_io
-from pulse_ml.config import choice, number
+from pulse_ml import settings as shared
+from pulse_ml.config import Node, choice, flag, number, require
 from pulse_ml.errors import PulseError
-from pulse_ml.inference.effects import (
-    CLUSTER_MODES,
-    PREDICTION_MODES,
-    InferenceSettings,
-    check_model_columns,
-    load_ground_truth,
-    predictions,
-)
-from pulse_ml.sessions.table import read_table, validate_frame
+from pulse_ml.inference.case_studies import CaseStudy
+from pulse_ml.inference.effects import CLUSTER_MODES, InferenceSettings
+from pulse_ml.inference.honest import PREDICTION_MODES, honest_data
+from pulse_ml.sessions.readers import load_ground_truth, read_frame
+
+REFERENCES = {"all_labels": "the estimate with every label",
+              "truth": "ground_truth.json of simulated data"}
 
 
-def run(cfg):
-    """Entry point of ``pulse-ml audit``."""
-    from omegaconf import OmegaConf
+@dataclass(frozen=True)
+class AuditSettings:
+    """Typed settings of ``pulse-ml audit``."""
 
-    from pulse_ml.inference.audit import audit
-    from pulse_ml.registry import models as mlflow_io
-    from pulse_ml.registry import store as tracking
+    case_study: str
+    model_uri: str
+    data_path: str
+    mode: str
+    reference: str
+    hide_share: float
+    replications: int
+    seed: int
+    settings: InferenceSettings
+    case_studies: dict[str, CaseStudy]
+    output: Path
+    progress: bool
 
-    if cfg.get("case_study_name") in (None, "???") or OmegaConf.is_missing(cfg,
-                                                                          "case_study_name"):
+
+def settings_from_config(cfg: Node) -> AuditSettings:
+    """Read the composed config once (every number and choice checked here)."""
+    if cfg.get("case_study") in (None, "", "???"):
         raise PulseError("pulse-ml audit: name the case study to audit, e.g. "
                          "`pulse-ml audit case_study=plan`.")
-    name = str(cfg.case_study_name)
-    mode = choice(cfg, "ppi.predictions", "audit", PREDICTION_MODES)
-    clusters = choice(cfg, "clusters", "audit", CLUSTER_MODES)
-    reference_kind = choice(cfg, "reference", "audit",
-                            {"all_labels": "the estimate with every label",
-                             "truth": "ground_truth.json of simulated data"})
-    number(cfg, "hide_share", "audit", 0, 1, open_interval=True)
-    number(cfg, "replications", "audit", 1, None, integer=True)
-    raw = read_table(cfg.data.path)
-    tracking.setup(tracking.INFER_EXPERIMENT)
-    ensemble, _ = mlflow_io.load_registered(str(cfg.model_uri))
-    check_model_columns(raw, ensemble, str(cfg.data.path))
-    table = validate_frame(raw, str(cfg.data.path), ensemble.features,
-                           cfg_io.case_study_config(cfg), [name])
-    preds, _, notes = predictions(ensemble, table, mode)
+    seed = number(cfg, "seed", "audit", integer=True)
+    return AuditSettings(
+        case_study=str(cfg.case_study), model_uri=str(require(cfg, "model_uri", "audit")),
+        data_path=str(cfg.data.path),
+        mode=choice(cfg, "ppi.predictions", "audit", PREDICTION_MODES),
+        reference=choice(cfg, "reference", "audit", REFERENCES),
+        hide_share=number(cfg, "hide_share", "audit", 0, 1, open_interval=True),
+        replications=number(cfg, "replications", "audit", 1, None, integer=True), seed=seed,
+        settings=InferenceSettings(
+            alpha=number(cfg, "alpha", "audit", 0, 1, open_interval=True),
+            clusters=choice(cfg, "clusters", "audit", CLUSTER_MODES) == "user_id", seed=seed),
+        case_studies=shared.case_study_config(cfg), output=Path(str(cfg.output)),
+        progress=flag(cfg, "progress", "audit", True))
+
+
+def run(cfg: Node):
+    """Entry point of ``pulse-ml audit``."""
+    from pulse_ml.inference.audit import audit
+    from pulse_ml.registry import models
+
+    job = settings_from_config(cfg)
+    name, mode, settings = job.case_study, job.mode, job.settings
+    raw = read_frame(job.data_path)
+    ensemble, _ = models.load_model(job.model_uri)
+    data = honest_data(raw, job.data_path, ensemble, job.case_studies, [name], mode)
+    table, preds, notes = data.table, data.predictions, data.notes
     reference = None
-    if reference_kind == "truth":
-        truth = load_ground_truth(str(cfg.data.path))
+    if job.reference == "truth":
+        truth = load_ground_truth(job.data_path)
         if name not in truth:
             raise PulseError(f"reference=truth: no ground_truth.json with case study '{name}' "
-                             f"next to {cfg.data.path}. Use reference=all_labels.")
+                             f"next to {job.data_path}. Use reference=all_labels.")
         reference = truth[name]
-    settings = InferenceSettings(alpha=number(cfg, "alpha", "audit", 0, 1, open_interval=True),
-                                 clusters=clusters == "user_id",
-                                 seed=number(cfg, "seed", "audit", integer=True))
-    res = audit(table, preds, table.case_study(name), settings, int(cfg.replications),
-                float(cfg.hide_share), int(cfg.seed), reference, bool(cfg.progress))
-    out = Path(str(cfg.output))
+    res = audit(table, preds, table.case_study(name), settings, job.replications,
+                job.hide_share, job.seed, reference, job.progress)
+    out = job.output
     out.mkdir(parents=True, exist_ok=True)
     res.per_replication.to_csv(out / f"audit_{name}.csv", index=False)
     summary = {k: v for k, v in asdict(res).items() if k != "per_replication"}

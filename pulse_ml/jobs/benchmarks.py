@@ -1,6 +1,6 @@
 """Human effect per task type (Delta_H) vs benchmark deltas (Delta_B), as the paper's Table 3.
 
-Each comparison (conf/benchmarks/<name>.yaml: the paper's claude37_vs_claude4 and
+Each comparison (conf/catalog/task_benchmarks/<name>.yaml: the paper's claude37_vs_claude4 and
 claude4_vs_gpt5 are shipped) lists task types with a benchmark delta and the session-table
 categories (column ``category_column``, default task_category) that make up its human subset.
 
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from pulse_ml.config import choice
+from pulse_ml.config import Node, choice, names, number
 from pulse_ml.errors import PulseError
 from pulse_ml.inference.effects import CLUSTER_MODES, InferenceSettings
 from pulse_ml.inference.task_deltas import (
@@ -42,6 +42,7 @@ from pulse_ml.inference.task_deltas import (
     load_comparisons,
     paper_deltas,
 )
+from pulse_ml.report.plots import task_delta_scatter
 from pulse_ml.report.tables import markdown_table, text_table
 
 
@@ -62,45 +63,36 @@ class BenchmarksJob:
     case_study_dirs: tuple[str, ...] = ()
 
 
-def job_from_cfg(cfg) -> BenchmarksJob:
+def settings_from_config(cfg: Node) -> BenchmarksJob:
     """Read the composed config once."""
     source = choice(cfg, "source", "benchmarks",
                     {"model": "Delta_H from the session table",
                      "paper": "Table 3's own Delta_H column"})
     clusters = choice(cfg, "clusters", "benchmarks", CLUSTER_MODES)
-    min_labeled = int(cfg.min_labeled)
-    if min_labeled < 2:
-        raise PulseError(f"min_labeled={min_labeled}: at least 2 labeled sessions per arm are "
-                         "needed for an interval.")
-    n_boot = int(cfg.bootstrap.n)
-    if n_boot < 100:
-        raise PulseError(f"bootstrap.n={n_boot}: use at least 100 resamples.")
-    value = cfg.comparisons
-    if value in (None, "all", "ALL"):
-        names = None
-    elif isinstance(value, str):
-        names = tuple(v.strip() for v in value.split(",") if v.strip())
-    else:
-        names = tuple(str(v) for v in value)
+    min_labeled = number(cfg, "min_labeled", "benchmarks", 2, None, integer=True)
+    n_boot = number(cfg, "bootstrap.n", "benchmarks", 100, None, integer=True)
+    seed = number(cfg, "bootstrap.seed", "benchmarks", integer=True)
+    selected = names(cfg.get("comparisons"))
+    comparisons = None if selected is None else tuple(selected)
     return BenchmarksJob(
-        source=source, comparisons=names, model_uri=str(cfg.model_uri),
+        source=source, comparisons=comparisons, model_uri=str(cfg.model_uri),
         data_path=str(cfg.data.path), category_column=str(cfg.category_column),
         min_labeled=min_labeled,
-        settings=InferenceSettings(alpha=float(cfg.alpha), clusters=clusters == "user_id",
-                                   n_permutations=0, seed=int(cfg.bootstrap.seed)),
-        n_boot=n_boot, seed=int(cfg.bootstrap.seed), output=Path(str(cfg.output)),
+        settings=InferenceSettings(alpha=number(cfg, "alpha", "benchmarks", 0, 1,
+                                                open_interval=True),
+                                   clusters=clusters == "user_id", n_permutations=0, seed=seed),
+        n_boot=n_boot, seed=seed, output=Path(str(cfg.output)),
         case_study_dirs=tuple(str(d) for d in (cfg.get("case_study_dirs") or [])))
 
 
 def _model_deltas(job: BenchmarksJob, comparisons: list[BenchmarkComparison]):
     """Delta_H per row (and per category) from the session table and the registered model."""
     from pulse_ml.inference.case_studies import load_configured
-    from pulse_ml.inference.effects import check_model_columns, predictions
-    from pulse_ml.registry import models as mlflow_io
-    from pulse_ml.registry import store as tracking
-    from pulse_ml.sessions.table import read_table, validate_frame
+    from pulse_ml.inference.honest import honest_data
+    from pulse_ml.registry import models
+    from pulse_ml.sessions.readers import read_frame
 
-    raw = read_table(job.data_path)
+    raw = read_frame(job.data_path)
     if job.category_column not in raw.columns:
         raise PulseError(f"{job.data_path}: column '{job.category_column}' (category_column) is "
                          f"missing. Columns: {', '.join(map(str, raw.columns[:15]))}. Set "
@@ -122,12 +114,10 @@ def _model_deltas(job: BenchmarksJob, comparisons: list[BenchmarkComparison]):
         raise PulseError(f"{job.data_path}: none of the comparisons' case studies "
                          f"({', '.join(c.case_study for c in comparisons)}) is in column "
                          "'case_study'. Use source=paper to correlate the paper's own columns.")
-    tracking.setup(tracking.INFER_EXPERIMENT)
-    ensemble, version = mlflow_io.load_registered(job.model_uri)
-    check_model_columns(raw, ensemble, job.data_path)
-    table = validate_frame(raw, job.data_path, ensemble.features,
-                           load_configured(job.case_study_dirs), [c.case_study for c in wanted])
-    preds, _, _ = predictions(ensemble, table, "crossfit")
+    ensemble, version = models.load_model(job.model_uri)
+    data = honest_data(raw, job.data_path, ensemble, load_configured(job.case_study_dirs),
+                       [c.case_study for c in wanted])
+    table, preds = data.table, data.predictions
     deltas, cats = [], []
     for comp in wanted:
         study = table.case_study(comp.case_study)
@@ -140,49 +130,6 @@ def _model_deltas(job: BenchmarksJob, comparisons: list[BenchmarkComparison]):
     meta = {"model": job.model_uri, "model_family": ensemble.family,
             "model_version": None if version is None else str(version.version)}
     return wanted, deltas, pd.concat(cats, ignore_index=True), notes + list(table.notes), meta
-
-
-def _scatter(deltas: pd.DataFrame, corr: pd.DataFrame, path: Path) -> None:
-    """Delta_H vs Delta_B, one panel per comparison, points labeled by benchmark."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    names = list(dict.fromkeys(deltas["comparison"]))
-    fig, axes = plt.subplots(1, len(names), figsize=(5.2 * len(names), 4.4), squeeze=False)
-    for ax, name in zip(axes[0], names, strict=True):
-        sub = deltas[deltas["comparison"] == name]
-        used = sub[sub["used"].astype(bool)]
-        err = None
-        if used["delta_h_ci_lower"].notna().any():
-            err = [used["delta_h"] - used["delta_h_ci_lower"],
-                   used["delta_h_ci_upper"] - used["delta_h"]]
-        label = ("Delta_H (paper Table 3)" if (sub["source"] == "paper").all() else
-                 "Delta_H (PPI++, this data)")
-        ax.errorbar(used["delta_b"], used["delta_h"], yerr=err, fmt="o", color="#1f77b4",
-                    capsize=3, label=label)
-        if (sub["source"] == "model").any():
-            ax.scatter(sub["delta_b"], sub["delta_h_paper"], marker="x", color="#7f7f7f",
-                       label="Delta_H (paper)")
-        for row in used.itertuples(index=False):
-            ax.annotate(row.benchmark, (row.delta_b, row.delta_h), fontsize=7,
-                        xytext=(4, 3), textcoords="offset points")
-        ax.axhline(0, color="black", lw=0.6)
-        ax.axvline(0, color="black", lw=0.6)
-        c = corr[(corr["comparison"] == name) & (corr["source"] == sub["source"].iloc[0])]
-        r = c["pearson_r"].iloc[0] if len(c) else float("nan")
-        printed = c["paper_printed_r"].iloc[0] if len(c) else None
-        title = f"{name}\nPearson r = {r:.3f}"
-        if printed is not None and pd.notna(printed):
-            title += f" (paper prints {printed:+.2f})"
-        ax.set_title(title, fontsize=9)
-        ax.set_xlabel("Delta_B: benchmark change (%)")
-        ax.set_ylabel("Delta_H: human rating change (% of control)")
-        ax.legend(fontsize=7, loc="best")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def _write(job: BenchmarksJob, deltas: pd.DataFrame, cats: pd.DataFrame | None,
@@ -205,7 +152,7 @@ def _write(job: BenchmarksJob, deltas: pd.DataFrame, cats: pd.DataFrame | None,
         md += ["", "## Effect per category", "", markdown_table(cats, 3)]
     md += [""] + [f"> note: {n}" for n in notes]
     files[files.index(out / "benchmarks.md")].write_text("\n".join(md) + "\n")
-    _scatter(deltas, corr, out / "scatter.png")
+    task_delta_scatter(deltas, corr, out / "scatter.png")
     return files
 
 
@@ -224,7 +171,7 @@ def _view(deltas: pd.DataFrame) -> pd.DataFrame:
 
 def run(cfg) -> pd.DataFrame:
     """Entry point of ``pulse-ml benchmarks``; returns the correlation table."""
-    job = job_from_cfg(cfg)
+    job = settings_from_config(cfg)
     comparisons = load_comparisons(job.comparisons)
     alpha = job.settings.alpha
     corr_rows = [correlate(paper_deltas(c), c, "paper", job.n_boot, alpha, job.seed)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from pulse_ml.config import flag
 from pulse_ml.errors import PulseError
 from pulse_ml.report.tables import markdown_table, text_table
 
@@ -46,41 +47,13 @@ def comparison_frame(runs: pd.DataFrame, latest_only: bool = True) -> pd.DataFra
     return out[_COLS].reset_index(drop=True)
 
 
-def plot(frame: pd.DataFrame, path: Path) -> None:
-    """Bar chart of out-of-fold Pearson r (± std over folds) per family / judge."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    labels = [f"{n}\n({f})" if k == "model" else f"{n}\n(judge)"
-              for n, f, k in zip(frame["name"], frame["features"], frame["kind"], strict=True)]
-    colors = ["#1f77b4" if k == "model" else "#ff7f0e" for k in frame["kind"]]
-    fig, ax = plt.subplots(figsize=(max(6.5, 1.3 * len(frame)), 3.8))
-    ax.bar(range(len(frame)), frame["r"].astype(float), yerr=frame["r_std"].astype(float),
-           color=colors, capsize=4)
-    ax.set_xticks(range(len(frame)), labels, fontsize=8)
-    ax.set_ylabel("out-of-fold Pearson r")
-    ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_title("Satisfaction predictors, ± std over CV folds\n"
-                 "(blue: trained models, orange: LLM judges)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
 def run(cfg) -> pd.DataFrame:
     """Entry point of ``pulse-ml compare``."""
-    import mlflow
-
+    from pulse_ml.registry import runs as registry_runs
     from pulse_ml.registry import store as tracking
+    from pulse_ml.report.plots import comparison_plot
 
-    exp_id = tracking.setup(tracking.TRAIN_EXPERIMENT)
-    found = [mlflow.search_runs([exp_id], filter_string=f"tags.kind = '{kind}' and "
-                                "attributes.status = 'FINISHED'", output_format="pandas")
-             for kind in ("family", "llm_judge")]
-    found = [f for f in found if len(f)]
-    runs = pd.concat(found, ignore_index=True) if found else pd.DataFrame()
+    runs = registry_runs.finished_runs()
     if cfg.get("data_fingerprint") and len(runs):
         same = runs["tags.data_fingerprint"].astype(str).str.startswith(str(cfg.data_fingerprint))
         runs = runs[same | (runs["tags.kind"] == "llm_judge")]  # judges have no feature data
@@ -88,12 +61,12 @@ def run(cfg) -> pd.DataFrame:
         raise PulseError(f"no finished model-family or LLM-judge runs in experiment "
                          f"'{tracking.TRAIN_EXPERIMENT}' at {tracking.tracking_uri()}. Run "
                          "`pulse-ml train` (or `pulse-ml judge`) first.")
-    table = comparison_frame(runs, bool(cfg.latest_only))
+    table = comparison_frame(runs, flag(cfg, "latest_only", "compare", True))
     out = Path(cfg.output)
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "comparison.csv", index=False)
     (out / "comparison.md").write_text(markdown_table(table.drop(columns=["run_id"])) + "\n")
-    plot(table, out / "comparison.png")
+    comparison_plot(table, out / "comparison.png")
     shown = table.drop(columns=["run_id"])
     print(text_table(shown))
     print(f"\nwritten: {out / 'comparison.md'}, {out / 'comparison.csv'}, "

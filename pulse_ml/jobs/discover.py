@@ -47,26 +47,23 @@ class DiscoverResult:
     run_id: str
 
 
-def settings(cfg) -> DiscoverSettings:
+def settings_from_config(cfg) -> DiscoverSettings:
     """Convert the composed config to :class:`DiscoverSettings`."""
-    from omegaconf import OmegaConf
-
-    from pulse_ml.config import require_data_path
+    from pulse_ml.config import flag, number, require_data_path
 
     data_path = require_data_path(cfg, "discover")
-    models = OmegaConf.to_container(cfg.get("models") or [], resolve=True)
+    models = list(cfg.get("models") or [])
     if not models:
         raise PulseError("pulse-ml discover: `models` is empty; list at least one model "
                          "(keys as in conf/labeler/*.yaml).")
-    if int(cfg.n_conversations) < 1:
-        raise PulseError("pulse-ml discover: n_conversations must be >= 1.")
     return DiscoverSettings(
         data_path=data_path,
         models=tuple(llm_config_from_mapping(m, f"model{i}") for i, m in enumerate(models)),
-        n_conversations=int(cfg.n_conversations), seed=int(cfg.seed),
+        n_conversations=number(cfg, "n_conversations", "discover", 1, None, integer=True),
+        seed=number(cfg, "seed", "discover", integer=True),
         output=Path(str(cfg.output)).expanduser(),
         cache_dir=Path(str(cfg.cache_dir)).expanduser() if cfg.get("cache_dir") else None,
-        progress=bool(cfg.get("progress", True)))
+        progress=flag(cfg, "progress", "discover", True))
 
 
 def discover(s: DiscoverSettings) -> DiscoverResult:
@@ -107,7 +104,7 @@ def discover(s: DiscoverSettings) -> DiscoverResult:
 
 def run(cfg) -> DiscoverResult:
     """Entry point of ``pulse-ml discover``."""
-    result = discover(settings(cfg))
+    result = discover(settings_from_config(cfg))
     print(f"{len(result.ranked)} distinct feature(s) from {len(result.proposals)} proposal(s) "
           f"-> {result.markdown_path}, {result.json_path} (MLflow run {result.run_id})")
     if len(result.ranked):

@@ -55,25 +55,22 @@ class ExtractResult:
     run_id: str | None = None
 
 
-def settings(cfg) -> ExtractSettings:
+def settings_from_config(cfg) -> ExtractSettings:
     """Convert the composed config to :class:`ExtractSettings`."""
-    from omegaconf import OmegaConf
+    from pulse_ml.config import flag, mapping, require
 
-    from pulse_ml.config import require
-
-    node = cfg.get("labeler")
     labeler = None
-    if node is not None:
-        labeler = llm_config_from_mapping(OmegaConf.to_container(node, resolve=True), "labeler")
+    if cfg.get("labeler") is not None:
+        labeler = llm_config_from_mapping(mapping(cfg, "labeler"), "labeler")
     return ExtractSettings(
         input=str(require(cfg, "input", "extract")),
         out=Path(str(cfg.out)).expanduser(),
         ratings=Path(str(cfg.ratings)).expanduser() if cfg.get("ratings") else None,
-        case_study=str(cfg.get("case_study_name") or ""),
+        case_study=str(cfg.get("case_study") or ""),
         condition=str(cfg.get("condition") or "default"),
         labeler=labeler,
         cache_dir=Path(str(cfg.cache_dir)).expanduser() if cfg.get("cache_dir") else None,
-        progress=bool(cfg.get("progress", True)),
+        progress=flag(cfg, "progress", "extract", True),
     )
 
 
@@ -163,6 +160,6 @@ def summary(r: ExtractResult) -> str:
 
 def run(cfg) -> ExtractResult:
     """Entry point of ``pulse-ml extract``."""
-    result = extract(settings(cfg))
+    result = extract(settings_from_config(cfg))
     print(summary(result))
     return result

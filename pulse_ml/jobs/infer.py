@@ -3,7 +3,8 @@
 Loads the registered model (``model_uri``, default the ``champion``) and the session table;
 labeled sessions that were in the model's training data get their out-of-fold prediction
 (honest, cross-fitted), all other sessions the mean of the fold models. For each case study
-(configured in conf/case_study/ or found in the data with exactly two conditions) it reports the
+(configured in conf/catalog/case_studies/ or found in the data with exactly two conditions) it
+reports the
 naive difference of labeled means (permutation p-value) and the PPI++ effect (power-tuned
 lambda per arm, cluster-robust by user), the CI reduction, the feature comparison per arm and the
 labeled-vs-unlabeled shift. Writes effects.{json,csv,md}, forest.png, features.csv and
@@ -27,22 +28,20 @@ from pathlib import Path
 
 import pandas as pd
 
-from pulse_ml import settings as cfg_io
-from pulse_ml.config import choice, number
+from pulse_ml import settings as shared
+from pulse_ml.config import Node, choice, flag, number
 from pulse_ml.errors import PulseError
+from pulse_ml.inference.case_studies import CaseStudy
 from pulse_ml.inference.effects import (
     CLUSTER_MODES,
-    PREDICTION_MODES,
     CaseStudyResult,
     InferenceSettings,
     analyse,
-    check_model_columns,
     effects_frame,
-    load_ground_truth,
-    predictions,
 )
+from pulse_ml.inference.honest import PREDICTION_MODES, honest_data
 from pulse_ml.report.tables import markdown_table, text_table
-from pulse_ml.sessions.table import read_table, validate_frame
+from pulse_ml.sessions.readers import load_ground_truth, read_frame
 
 IN_SAMPLE_WARNING = ("WARNING: ppi.predictions=in_sample predicts labeled sessions with a model "
                      "that was trained on them (the paper's procedure). The rectifier is overfit, "
@@ -60,9 +59,11 @@ class InferJob:
     settings: InferenceSettings
     output: Path
     log_mlflow: bool
+    case_studies: dict[str, CaseStudy]
+    only: list[str] | None
 
 
-def job_from_cfg(cfg) -> InferJob:
+def settings_from_config(cfg: Node) -> InferJob:
     """Read the composed config once."""
     mode = choice(cfg, "ppi.predictions", "infer", PREDICTION_MODES)
     clusters = choice(cfg, "clusters", "infer", CLUSTER_MODES)
@@ -73,7 +74,8 @@ def job_from_cfg(cfg) -> InferJob:
         model_uri=str(cfg.model_uri), data_path=str(cfg.data.path), mode=mode,
         settings=InferenceSettings(alpha=alpha, clusters=clusters == "user_id",
                                    n_permutations=permutations, seed=seed),
-        output=Path(str(cfg.output)), log_mlflow=bool(cfg.log_mlflow))
+        output=Path(str(cfg.output)), log_mlflow=flag(cfg, "log_mlflow", "infer"),
+        case_studies=shared.case_study_config(cfg), only=shared.selected_case_studies(cfg))
 
 
 def write_outputs(job: InferJob, effects: pd.DataFrame, results: list[CaseStudyResult],
@@ -102,28 +104,24 @@ def write_outputs(job: InferJob, effects: pd.DataFrame, results: list[CaseStudyR
 
 def log_run(job: InferJob, effects: pd.DataFrame, files: list[Path], version, meta) -> str:
     """Log the inference to experiment pulse-infer; returns the run id."""
-    import mlflow
+    from pulse_ml.registry import runs
 
-    from pulse_ml.registry import store as tracking
-
-    tracking.setup(tracking.INFER_EXPERIMENT)
-    with mlflow.start_run(run_name=f"infer-{job.mode}") as run:
-        mlflow.set_tags({"kind": "inference", "mode": job.mode, "model_uri": job.model_uri,
-                         "model_version": "" if version is None else str(version.version),
-                         "model_family": "" if version is None else
-                         (version.tags or {}).get("family", "")})
-        mlflow.log_params({"data_path": job.data_path, "alpha": job.settings.alpha,
-                           "clusters": job.settings.clusters, "mode": job.mode,
-                           "n_labeled_oof": meta["n_labeled_with_oof"]})
-        for row in effects.itertuples(index=False):
-            key = f"{row.case_study}.{row.estimator}"
-            mlflow.log_metrics({f"{key}.effect": row.effect, f"{key}.ci_lower": row.ci_lower,
-                                f"{key}.ci_upper": row.ci_upper})
-            if row.estimator == "augmented":
-                mlflow.log_metric(f"{row.case_study}.ci_reduction_pct", row.ci_reduction_pct)
-        for f in files:
-            mlflow.log_artifact(str(f))
-        return run.info.run_id
+    metrics = {}
+    for row in effects.itertuples(index=False):
+        key = f"{row.case_study}.{row.estimator}"
+        metrics.update({f"{key}.effect": row.effect, f"{key}.ci_lower": row.ci_lower,
+                        f"{key}.ci_upper": row.ci_upper})
+        if row.estimator == "augmented":
+            metrics[f"{row.case_study}.ci_reduction_pct"] = row.ci_reduction_pct
+    return runs.log_inference_run(
+        f"infer-{job.mode}",
+        tags={"kind": "inference", "mode": job.mode, "model_uri": job.model_uri,
+              "model_version": "" if version is None else str(version.version),
+              "model_family": "" if version is None else (version.tags or {}).get("family", "")},
+        params={"data_path": job.data_path, "alpha": job.settings.alpha,
+                "clusters": job.settings.clusters, "mode": job.mode,
+                "n_labeled_oof": meta["n_labeled_with_oof"]},
+        metrics=metrics, files=files)
 
 
 def printable(effects: pd.DataFrame, truth: dict[str, float]) -> pd.DataFrame:
@@ -142,22 +140,23 @@ def printable(effects: pd.DataFrame, truth: dict[str, float]) -> pd.DataFrame:
     return view
 
 
-def run(cfg) -> pd.DataFrame:
+def run(cfg: Node) -> pd.DataFrame:
     """Entry point of ``pulse-ml infer``."""
-    from pulse_ml.registry import models as mlflow_io
-    from pulse_ml.registry import store as tracking
+    return run_settings(settings_from_config(cfg))
 
-    job = job_from_cfg(cfg)
-    raw = read_table(job.data_path)  # bad files fail before the model loads
-    tracking.setup(tracking.INFER_EXPERIMENT)
-    ensemble, version = mlflow_io.load_registered(job.model_uri)
-    check_model_columns(raw, ensemble, job.data_path)
-    table = validate_frame(raw, job.data_path, ensemble.features, cfg_io.case_study_config(cfg),
-                           cfg_io.selected_case_studies(cfg))
+
+def run_settings(job: InferJob) -> pd.DataFrame:
+    """Infer with typed settings (``pipeline`` calls this directly)."""
+    from pulse_ml.registry import models
+
+    raw = read_frame(job.data_path)  # bad files fail before the model loads
+    ensemble, version = models.load_model(job.model_uri)
+    data = honest_data(raw, job.data_path, ensemble, job.case_studies, job.only, job.mode)
+    table, preds, n_oof = data.table, data.predictions, data.n_with_oof
+    honesty_notes = list(data.notes)
     if not table.case_studies:
         raise PulseError(f"{job.data_path}: no two-arm case study in column 'case_study'. Fill "
                          "case_study/condition for the sessions of each A/B test.")
-    preds, n_oof, honesty_notes = predictions(ensemble, table, job.mode)
     if job.mode == "in_sample":
         print(IN_SAMPLE_WARNING, file=sys.stderr)
     results = [analyse(table, preds, study, job.settings) for study in table.case_studies]

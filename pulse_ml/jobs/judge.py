@@ -17,13 +17,14 @@ Examples:
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
 from pulse_ml.errors import PulseError
 from pulse_ml.llm.config import LLMConfig, llm_config_from_mapping
+from pulse_ml.training.folds import FoldSettings
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class JudgeSettings:
     output: Path
     cache_dir: Path | None = None
     progress: bool = True
+    folds: FoldSettings = field(default_factory=FoldSettings)
 
 
 @dataclass
@@ -47,20 +49,24 @@ class JudgeResult:
     csv_path: Path
 
 
-def settings(cfg) -> JudgeSettings:
+def settings_from_config(cfg) -> JudgeSettings:
     """Convert the composed config to :class:`JudgeSettings`."""
-    from omegaconf import OmegaConf
-
-    from pulse_ml.config import require, require_data_path
+    from pulse_ml.config import choice, flag, mapping, number, require, require_data_path
 
     data_path = require_data_path(cfg, "judge")
-    node = require(cfg, "judge", "judge")
+    require(cfg, "judge", "judge")
     return JudgeSettings(
         data_path=data_path,
-        judge=llm_config_from_mapping(OmegaConf.to_container(node, resolve=True), "judge"),
+        judge=llm_config_from_mapping(mapping(cfg, "judge"), "judge"),
         output=Path(str(cfg.output)).expanduser(),
         cache_dir=Path(str(cfg.cache_dir)).expanduser() if cfg.get("cache_dir") else None,
-        progress=bool(cfg.get("progress", True)))
+        progress=flag(cfg, "progress", "judge", True),
+        folds=FoldSettings(
+            n_splits=number(cfg, "cv.n_splits", "judge", 2, None, integer=True),
+            seed=number(cfg, "cv.seed", "judge", integer=True),
+            group_by_user=choice(cfg, "cv.group_by", "judge",
+                                 {"user_id": "a user's sessions in one fold",
+                                  "none": "plain KFold"}) == "user_id"))
 
 
 def judge(s: JudgeSettings) -> JudgeResult:
@@ -82,7 +88,7 @@ def judge(s: JudgeSettings) -> JudgeResult:
     start = time.perf_counter()
     judgments, usage = judge_sessions(frame, s.judge, DiskCache(s.cache_dir) if s.cache_dir
                                       else None, progress=s.progress)
-    metrics = judge_metrics(judgments, usage)
+    metrics = judge_metrics(judgments, usage, s.folds)
     metrics["wall_time_s"] = time.perf_counter() - start
     s.output.mkdir(parents=True, exist_ok=True)
     csv_path = s.output / f"judgments_{s.judge.name}.csv"
@@ -90,7 +96,8 @@ def judge(s: JudgeSettings) -> JudgeResult:
     run_id = log_run(
         TRAIN_EXPERIMENT, f"judge-{s.judge.name}",
         tags={"kind": "llm_judge", "judge": s.judge.name, "data_path": str(s.data_path)},
-        params={**llm_params(s.judge), "n_splits": 5, "cv_seed": 42},
+        params={**llm_params(s.judge), "n_splits": s.folds.n_splits, "cv_seed": s.folds.seed,
+                "cv_group_by": "user_id" if s.folds.group_by_user else "none"},
         metrics=metrics, tables={"judgments.csv": judgments},
         texts={"judge_config.json": config_json(s.judge)})
     return JudgeResult(judgments, metrics, run_id, csv_path)
@@ -98,7 +105,7 @@ def judge(s: JudgeSettings) -> JudgeResult:
 
 def run(cfg) -> JudgeResult:
     """Entry point of ``pulse-ml judge``."""
-    result = judge(settings(cfg))
+    result = judge(settings_from_config(cfg))
     m = result.metrics
     print(f"judge {result.judgments.shape[0]} labeled session(s), {int(m['n_missing'])} missing: "
           f"MSE {m['cv_mse']:.3f} ± {m['cv_mse_std']:.3f}, MAE {m['cv_mae']:.3f}, "

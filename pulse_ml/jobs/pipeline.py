@@ -16,60 +16,58 @@ Examples:
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import pandas as pd
 
+from pulse_ml.config import Node, choice, compose, flag, number
 from pulse_ml.errors import PulseError
 from pulse_ml.report.tables import text_table
+from pulse_ml.sessions.readers import load_ground_truth
 from pulse_ml.simulate.demo import ensure_demo_data
 
 
-def _train_overrides(cfg, family: str) -> list[str]:
-    t = cfg.tuning
-    out = [f"model={family}", f"data.path={cfg.data.path}", f"tuning.n_trials={t.n_trials}",
-           f"tuning.workers={t.workers}", f"objective={cfg.objective}", f"seed={cfg.seed}",
-           f"cv.n_splits={cfg.cv.n_splits}", f"cv.seed={cfg.cv.seed}",
-           f"cv.group_by={cfg.cv.get('group_by', 'user_id')}",
-           f"progress={str(bool(cfg.progress)).lower()}", "data.simulate_if_missing=false"]
-    if t.timeout_s is not None:
-        out.append(f"tuning.timeout_s={t.timeout_s}")
-    if t.storage:
-        out.append(f"tuning.storage={t.storage}")
-    return out
-
-
-def run(cfg) -> dict:
+def run(cfg: Node) -> dict:
     """Entry point of ``pulse-ml pipeline``."""
-    from pulse_ml.config import compose
-    from pulse_ml.jobs import infer, train
+    from pulse_ml.inference.effects import CLUSTER_MODES
+    from pulse_ml.inference.honest import PREDICTION_MODES
+    from pulse_ml.jobs import infer as infer_job
+    from pulse_ml.jobs import train as train_job
+    from pulse_ml.models.factory import model_spec_from_mapping
 
     start = time.perf_counter()
-    families = list(cfg.families)
+    families = [str(f) for f in (cfg.get("families") or [])]
     if not families:
         raise PulseError("families is empty: list at least one of conf/model/, e.g. "
                          "families=[lightgbm].")
-    ensure_demo_data(cfg.data.path, bool(cfg.data.simulate_if_missing))
+    # Every setting is checked before the first family starts.
+    specs = [model_spec_from_mapping(compose("train", [f"model={f}"]).model.to_dict())
+             for f in families]
+    base = train_job.settings_from_config(cfg, "pipeline", specs[0])
+    infer_settings = infer_job.settings_from_config(compose("infer", [], extra={
+        "data": {"path": str(cfg.data.path)},
+        "alpha": number(cfg, "infer.alpha", "pipeline", 0, 1, open_interval=True),
+        "ppi": {"predictions": choice(cfg, "infer.predictions", "pipeline", PREDICTION_MODES)},
+        "clusters": choice(cfg, "infer.clusters", "pipeline", CLUSTER_MODES),
+        "output": str(cfg.infer.output),
+        "case_study_dirs": list(cfg.get("case_study_dirs") or [])}))
+    ensure_demo_data(base.data_path, flag(cfg, "data.simulate_if_missing", "pipeline", True))
     results = []
-    for i, family in enumerate(families, 1):
-        print(f"\n== [{i}/{len(families)}] train {family}")
-        tcfg = compose("train", _train_overrides(cfg, family))
-        tcfg.features = cfg.features  # the pipeline's feature set (name or YAML path)
-        results.append(train.run(tcfg))
+    for i, spec in enumerate(specs, 1):
+        print(f"\n== [{i}/{len(specs)}] train {spec.name}")
+        results.append(train_job.run_settings(replace(base, model=spec,
+                                                      simulate_if_missing=False)))
     print("\n== infer with the champion")
-    icfg = compose("infer", [f"data.path={cfg.data.path}", f"alpha={cfg.infer.alpha}",
-                             f"ppi.predictions={cfg.infer.predictions}",
-                             f"clusters={cfg.infer.clusters}", f"output={cfg.infer.output}"])
-    icfg.case_study_dirs = list(cfg.get("case_study_dirs") or [])
-    effects = infer.run(icfg)
+    effects = infer_job.run_settings(infer_settings)
     fams = pd.DataFrame([{
         "family": r.family, "features": r.feature_set, "trials": r.n_trials,
         "cv_mse": r.metrics.mse, "cv_mae": r.metrics.mae, "cv_pearson": r.metrics.pearson,
         "version": r.version or "-", "promoted": r.promoted} for r in results])
-    truth = infer.load_ground_truth(str(cfg.data.path))
+    truth = load_ground_truth(str(cfg.data.path))
     print("\n== summary")
     print(text_table(fams))
     print()
-    print(text_table(infer.printable(effects, truth)))
+    print(text_table(infer_job.printable(effects, truth)))
     aug = effects[effects["estimator"] == "augmented"]
     print(f"\nmean CI reduction {aug['ci_reduction_pct'].mean():.1f}% over "
           f"{len(aug)} case studies; results in {cfg.infer.output}; "

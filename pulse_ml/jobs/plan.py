@@ -20,19 +20,19 @@ from pulse_ml.training.metrics import pearson
 
 def run(cfg):
     """Entry point of ``pulse-ml plan``."""
-    from pulse_ml.registry import models as mlflow_io
-    from pulse_ml.registry import store as tracking
+    from pulse_ml.registry import models
     from pulse_ml.stats import labels_needed, theoretical_width_ratio
 
-    effect = float(require(cfg, "effect", "plan"))
+    require(cfg, "effect", "plan")
+    effect = number(cfg, "effect", "plan")
     if effect == 0:
         raise PulseError("effect=0 cannot be detected; give the smallest effect that matters, "
                          "e.g. effect=0.05.")
-    rho, sd = cfg.get("rho"), cfg.get("sd")
+    rho = number(cfg, "rho", "plan", -1, 1, optional=True)
+    sd = number(cfg, "sd", "plan", 0, None, open_interval=True, optional=True)
     source = "given"
     if rho is None or sd is None:
-        tracking.setup(tracking.TRAIN_EXPERIMENT)
-        ensemble, version = mlflow_io.load_registered(str(cfg.model_uri))
+        ensemble, version = models.load_model(str(cfg.model_uri))
         oof = ensemble.oof
         source = (f"{cfg.model_uri} (version {getattr(version, 'version', '?')}, "
                   f"{ensemble.family}, {len(oof)} out-of-fold predictions)")

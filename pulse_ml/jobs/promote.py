@@ -13,11 +13,11 @@ from pulse_ml.config import require
 
 def run(cfg) -> None:
     """Entry point of ``pulse-ml promote``."""
-    from pulse_ml.registry import models as mlflow_io
+    from pulse_ml.registry import promotion
     from pulse_ml.registry import store as tracking
 
     version = str(require(cfg, "version", "promote"))
     tracking.setup(tracking.TRAIN_EXPERIMENT)
-    result = mlflow_io.promote_by_hand(version)
+    result = promotion.promote_by_hand(version)
     print(f"champion -> version {version} of {tracking.REGISTERED_MODEL} "
           f"(was {result.champion_version or 'none'})")

@@ -19,7 +19,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pulse_ml.errors import PulseError
 from pulse_ml.inference.scoring import ScoreResult, ScoreSettings, preflight, score_file
 
 
@@ -33,31 +32,25 @@ class ScoreJob:
     settings: ScoreSettings
 
 
-def job_from_cfg(cfg) -> ScoreJob:
+def settings_from_config(cfg) -> ScoreJob:
     """Read the composed config once."""
-    try:
-        chunk_size = int(cfg.chunk_size)
-    except (TypeError, ValueError):
-        raise PulseError(f"chunk_size={cfg.chunk_size}: use a whole number of rows, e.g. "
-                         "chunk_size=100000.") from None
-    honest = cfg.honest
-    if not isinstance(honest, bool):
-        raise PulseError(f"honest={honest}: use true or false.")
+    from pulse_ml.config import flag, number
+
+    chunk_size = number(cfg, "chunk_size", "score", 1, None, integer=True)
+    honest = flag(cfg, "honest", "score")
     return ScoreJob(model_uri=str(cfg.model_uri), data_path=Path(str(cfg.data.path)),
                     out=Path(str(cfg.out)),
                     settings=ScoreSettings(chunk_size=chunk_size, honest=honest,
-                                           progress=bool(cfg.get("progress", True))))
+                                           progress=flag(cfg, "progress", "score", True)))
 
 
 def run(cfg) -> ScoreResult:
     """Entry point of ``pulse-ml score``."""
-    from pulse_ml.registry import models as mlflow_io
-    from pulse_ml.registry import store as tracking
+    from pulse_ml.registry import models
 
-    job = job_from_cfg(cfg)
+    job = settings_from_config(cfg)
     preflight(job.data_path, job.out, job.settings)  # fail fast, before loading the model
-    tracking.setup(tracking.INFER_EXPERIMENT)
-    ensemble, version = mlflow_io.load_registered(job.model_uri)
+    ensemble, version = models.load_model(job.model_uri)
     label = job.model_uri + (f" (version {version.version})" if version is not None else "")
     mode = ("honest (out-of-fold for training sessions)" if job.settings.honest
             else "fold-model mean for every session")

@@ -2,7 +2,8 @@
 
 Sessions (about 21 x n_labeled) belong to users, carry the 15 features with the paper's
 prevalences, and 1-3 star ratings on ~1/21 of them (rated sessions have more user messages). Four
-case studies (conf/case_study/) get control/treatment arms with the configured true effects, partly
+case studies (conf/catalog/case_studies/) get control/treatment arms with the configured true
+effects, partly
 through the features (shifts of the paper's Tables 6-9) and partly direct.
 
 Writes to `out`:
@@ -21,59 +22,14 @@ Examples:
 
 from __future__ import annotations
 
-import json
 import time
-from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from pulse_ml.errors import PulseError
 
 if TYPE_CHECKING:
-    from omegaconf import DictConfig
-
-    from pulse_ml.simulate.generator import GroundTruth, SimulateSettings
-
-
-def settings_from_cfg(cfg: DictConfig) -> SimulateSettings:
-    """Turn the composed config into frozen ``SimulateSettings`` (the only place reading cfg)."""
-    from omegaconf import OmegaConf
-
-    from pulse_ml.paths import conf_dir
-    from pulse_ml.simulate.generator import CaseStudySpec, SimulateSettings
-
-    specs = []
-    for name, effect in (cfg.get("effects") or {}).items():
-        path = conf_dir() / "case_study" / f"{name}.yaml"
-        if not path.is_file():
-            known = sorted(p.stem for p in (conf_dir() / "case_study").glob("*.yaml"))
-            raise PulseError(f"pulse-ml simulate: effects.{name}: no case study {path}. "
-                             f"Known: {', '.join(known)}; remove the key or add the YAML file.")
-        case = OmegaConf.load(path)
-        try:
-            value = float(effect)
-        except (TypeError, ValueError):
-            raise PulseError(f"pulse-ml simulate: effects.{name}={effect!r} is not a number "
-                             f"(rating units, e.g. 0.05).") from None
-        specs.append(CaseStudySpec(str(case.get("name", name)), str(case.control),
-                                   str(case.treatment), value))
-    users = cfg.get("users") or {}
-    try:
-        return SimulateSettings(
-            seed=int(cfg.seed), n_labeled=int(cfg.n_labeled),
-            unlabeled_ratio=float(cfg.unlabeled_ratio), signal=float(cfg.signal),
-            mean_rating=float(cfg.mean_rating), case_studies=tuple(specs),
-            labeled_per_arm=int(cfg.labeled_per_arm),
-            min_labeled_per_arm=int(cfg.min_labeled_per_arm),
-            default_condition=str(cfg.default_condition),
-            extra_sessions_mean=float(users.get("extra_sessions_mean", 1.4)),
-            extra_sessions_dispersion=float(users.get("extra_sessions_dispersion", 0.25)),
-            rater_sd=float(users.get("rater_sd", 1.0)),
-            label_message_elasticity=float(cfg.label_message_elasticity),
-            feature_shift_scale=float(cfg.feature_shift_scale),
-            mc_sessions=int(cfg.mc_sessions),
-        )
-    except (TypeError, ValueError) as exc:
-        raise PulseError(f"pulse-ml simulate: a setting is not a number: {exc}") from None
+    from pulse_ml.config import Node
+    from pulse_ml.simulate.generator import GroundTruth
 
 
 def _rows(figures: dict, truth: GroundTruth, reference: dict) -> list[tuple[str, str, str]]:
@@ -124,42 +80,22 @@ def format_table(rows: list[tuple[str, str, str]]) -> str:
     return "\n".join(out)
 
 
-def run(cfg: DictConfig) -> None:
+def run(cfg: Node) -> None:
     """Generate the demo data, write it to ``cfg.out`` and print the calibration table."""
     from pulse_ml.paths import resolve
-    from pulse_ml.simulate.events import write_events
-    from pulse_ml.simulate.generator import reference, simulate
-    from pulse_ml.simulate.summary import calibration_figures
+    from pulse_ml.simulate.demo import settings_from_config, write_demo
 
-    settings = settings_from_cfg(cfg)
+    settings = settings_from_config(cfg)
     out = resolve(str(cfg.out))
-    events = bool(cfg.get("events", False))
+    events = bool(cfg.get("events", False)) is True
     limit = cfg.get("events_limit")
     if limit is not None and (not str(limit).isdigit()):
         raise PulseError(f"pulse-ml simulate: events_limit={limit!r} must be a whole number "
                          f">= 0 or null (all sessions).")
     start = time.perf_counter()
-    result = simulate(settings)
+    result, figures, ref, paths, n_events = write_demo(
+        settings, out, events, None if limit is None else int(limit))
     elapsed = time.perf_counter() - start
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise PulseError(f"pulse-ml simulate: out={out}: cannot create the directory ({exc}). "
-                         f"Pass a writable path, e.g. out=/tmp/demo.") from None
-    figures = calibration_figures(result.sessions)
-    ref = reference()
-    paths = {"sessions": out / "sessions.parquet", "ground_truth": out / "ground_truth.json",
-             "ratings": out / "ratings.csv"}
-    result.sessions.to_parquet(paths["sessions"], index=False)
-    result.segment_ratings.to_csv(paths["ratings"], index=False)
-    truth = asdict(result.ground_truth)
-    truth.update(seed=settings.seed, settings=asdict(settings), data=figures, paper=ref)
-    paths["ground_truth"].write_text(json.dumps(truth, indent=2) + "\n", encoding="utf-8")
-    n_events = 0
-    if events:
-        n_events = write_events(result.sessions, out / "events", settings.seed,
-                                None if limit is None else int(limit))
-        paths["events"] = out / "events"
     print(format_table(_rows(figures, result.ground_truth, ref)))
     print(f"\n{len(result.sessions)} sessions generated in {elapsed:.1f} s.")
     for key, path in paths.items():

@@ -16,24 +16,26 @@ Examples:
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from pulse_ml import settings as cfg_io
-from pulse_ml.errors import PulseError
-from pulse_ml.models.crossfit import CrossFitEnsemble, fit_crossfit
-from pulse_ml.models.factory import ModelSpec, build_pipeline, model_spec_from_mapping
+from pulse_ml import settings as shared
+from pulse_ml.config import Node, choice, flag, mapping, number, text, to_yaml
+from pulse_ml.models.factory import ModelSpec, model_spec_from_mapping
 from pulse_ml.report.tables import text_table
 from pulse_ml.sessions.feature_sets import FeatureSet
-from pulse_ml.sessions.fingerprint import data_fingerprint
 from pulse_ml.sessions.table import SessionTable, load_sessions
 from pulse_ml.simulate.demo import ensure_demo_data
-from pulse_ml.training.metrics import CVMetrics, cv_metrics
-from pulse_ml.training.tuning import CVObjective, TuningSettings, make_folds, run_study
+from pulse_ml.training.family import FamilyFit, tune_family
+from pulse_ml.training.metrics import CVMetrics
+from pulse_ml.training.tuning import OBJECTIVES, TuningSettings
+
+PROMOTE_MODES = {"auto": "promote when it beats the champion", "never": "never promote"}
+GROUP_MODES = {"user_id": "all sessions of a user in one fold",
+               "none": "plain shuffled KFold, as the paper"}
 
 
 @dataclass(frozen=True)
@@ -53,126 +55,112 @@ class TrainResult:
     data_fingerprint: str
 
 
-def tuning_settings(cfg) -> TuningSettings:
-    """Typed tuning settings from the composed config."""
-    t = cfg.tuning
+@dataclass(frozen=True)
+class TrainSettings:
+    """Typed settings of ``pulse-ml train`` (also built directly by ``pipeline``)."""
+
+    data_path: str
+    simulate_if_missing: bool
+    features: FeatureSet
+    model: ModelSpec
+    tuning: TuningSettings
+    register: bool
+    auto_promote: bool
+    progress: bool
+    config_yaml: str
+
+
+def tuning_settings(cfg: Node, verb: str = "train") -> TuningSettings:
+    """Typed tuning and CV settings from the composed ``tuning``/``cv`` nodes."""
+    objective = choice(cfg, "objective", verb, {k: f"{v} it" for k, v in OBJECTIVES.items()})
     return TuningSettings(
-        n_trials=int(t.n_trials), timeout_s=None if t.timeout_s is None else float(t.timeout_s),
-        storage=None if t.storage in (None, "", "none") else str(t.storage),
-        study_name=t.study_name, workers=int(t.workers), objective=str(cfg.objective),
-        seed=int(cfg.seed), n_splits=int(cfg.cv.n_splits), cv_seed=int(cfg.cv.seed),
-        group_by_user=_group_by(cfg),
-        prune=bool(t.prune),
-        sampler_seed=None if t.get("sampler_seed") is None else int(t.sampler_seed))
+        n_trials=number(cfg, "tuning.n_trials", verb, 0, None, integer=True),
+        timeout_s=number(cfg, "tuning.timeout_s", verb, 0, None, open_interval=True,
+                         optional=True),
+        storage=text(cfg, "tuning.storage"), study_name=text(cfg, "tuning.study_name"),
+        workers=number(cfg, "tuning.workers", verb, 1, None, integer=True),
+        objective=objective, seed=number(cfg, "seed", verb, integer=True),
+        n_splits=number(cfg, "cv.n_splits", verb, 2, None, integer=True),
+        cv_seed=number(cfg, "cv.seed", verb, integer=True),
+        group_by_user=choice(cfg, "cv.group_by", verb, GROUP_MODES) == "user_id",
+        prune=flag(cfg, "tuning.prune", verb, True),
+        sampler_seed=number(cfg, "tuning.sampler_seed", verb, integer=True, optional=True))
 
 
-def _group_by(cfg) -> bool:
-    value = str(cfg.cv.get("group_by", "user_id"))
-    if value not in ("user_id", "none"):
-        raise PulseError(f"cv.group_by={value}: use user_id (all sessions of a user in one "
-                         "fold) or none (plain shuffled KFold, as the paper).")
-    return value == "user_id"
-
-
-def model_spec(cfg) -> ModelSpec:
+def model_spec(cfg: Node) -> ModelSpec:
     """Typed model family from the composed ``model`` node."""
-    from omegaconf import OmegaConf
-
-    return model_spec_from_mapping(OmegaConf.to_container(cfg.model, resolve=True))
+    return model_spec_from_mapping(mapping(cfg, "model"))
 
 
-def training_data(table: SessionTable) -> tuple[pd.DataFrame, np.ndarray]:
-    """Labeled sessions and their ratings."""
-    labeled = table.frame.loc[table.labeled].reset_index(drop=True)
-    return labeled, labeled["rating"].to_numpy(float)
+def settings_from_config(cfg: Node, verb: str = "train",
+                         spec: ModelSpec | None = None) -> TrainSettings:
+    """Read the composed config once (every number and choice checked here).
 
-
-def fingerprint(labeled: pd.DataFrame, features: FeatureSet) -> str:
-    """Fingerprint of the training data (ids, ratings, features)."""
-    return data_fingerprint(labeled, ["session_id", "rating", *features.names])
+    ``pipeline`` passes its own config (no ``model`` key) and each family's ``spec``.
+    """
+    return TrainSettings(
+        data_path=str(cfg.data.path),
+        simulate_if_missing=flag(cfg, "data.simulate_if_missing", verb, True),
+        features=shared.feature_set(cfg), model=spec or model_spec(cfg),
+        tuning=tuning_settings(cfg, verb), register=flag(cfg, "register", verb, True),
+        auto_promote=choice(cfg, "promote", verb, PROMOTE_MODES) == "auto",
+        progress=flag(cfg, "progress", verb, True), config_yaml=to_yaml(cfg))
 
 
 def train_family(table: SessionTable, spec: ModelSpec, tuning: TuningSettings,
                  config_yaml: str, register: bool = True, auto_promote: bool = True,
                  progress: bool = True) -> TrainResult:
-    """Tune, log, register and (maybe) promote one family. The MLflow side of ``run``."""
-    import mlflow
-    from threadpoolctl import threadpool_limits
+    """Tune one family, log it to ``pulse-train``, register and (maybe) promote it."""
+    from pulse_ml.registry import models, promotion, runs, store
+    from pulse_ml.training.family import fingerprint, study_name_for, training_data
 
-    from pulse_ml.registry import models as mlflow_io
-    from pulse_ml.registry import store as tracking
-
-    features = table.features
-    labeled, y = training_data(table)
-    groups = labeled["user_id"].to_numpy() if tuning.group_by_user else None
-    folds = make_folds(len(y), tuning.n_splits, tuning.cv_seed, groups)
-    fp = fingerprint(labeled, features)
-    study_name = tuning.study_name or f"{spec.name}-{features.name}-{fp[:10]}"
-    objective = CVObjective(labeled, y, folds, spec, features, tuning.objective, tuning.prune)
-    exp_id = tracking.setup(tracking.TRAIN_EXPERIMENT)
-    start = time.perf_counter()
-    run = mlflow.start_run(run_name=f"{spec.name}-{features.name}")
-    try:
-        mlflow.set_tags({"kind": "family", "family": spec.name, "feature_set": features.name,
-                         "data_fingerprint": fp, "objective": tuning.objective,
-                         "study_name": study_name, "git_commit": tracking.git_commit()})
-        study, first = run_study(tuning, study_name, objective, progress=progress)
-        new_trials = [t for t in study.trials if t.number >= first]
-        mlflow_io.log_trials(run.info.run_id, exp_id, new_trials, spec.name)
-        complete = [t for t in study.trials if t.state.name == "COMPLETE"]
-        if not complete:
-            raise PulseError(f"model '{spec.name}': no trial completed (all pruned or failed).")
-        best = study.best_trial
-        with threadpool_limits(limits=1):  # same threading as the trials: same numbers
-            ensemble = fit_crossfit(lambda: build_pipeline(spec, features, best.params),
-                                    labeled, y, folds, features, spec.name)
-        metrics = cv_metrics(y, ensemble.oof["prediction"].to_numpy(), folds)
-        seconds = time.perf_counter() - start
-        mlflow_io.log_family_run(
-            run_name=spec.name, tags={},
-            params={**{f"best.{k}": v for k, v in best.params.items()},
-                    "family": spec.name, "feature_set": features.name,
-                    "n_labeled": len(y), "cv.n_splits": tuning.n_splits,
-                    "cv.seed": tuning.cv_seed, "seed": tuning.seed,
-                    "cv.group_by": "user_id" if tuning.group_by_user else "none",
-                    "objective": tuning.objective, "n_trials_requested": tuning.n_trials,
-                    "storage": tuning.storage, "workers": tuning.workers},
-            metrics={**metrics.as_dict(), "n_trials": len(study.trials),
-                     "n_trials_complete": len(complete), "tuning_time_s": seconds,
-                     "best_trial": best.number},
-            fold_metrics={"fold_mse": list(metrics.fold_mse), "fold_mae": list(metrics.fold_mae),
-                          "fold_pearson": list(metrics.fold_pearson)},
-            config_yaml=config_yaml, oof=ensemble.oof)
-        version = None
-        promotion = None
-        values = metrics.as_dict()
+    labeled, _ = training_data(table)
+    fp = fingerprint(labeled, table.features)
+    with runs.family_run(spec.name, table.features.name, fp, tuning.objective,
+                         study_name_for(spec, table.features, fp, tuning)) as run_id:
+        fit = tune_family(table, spec, tuning, progress=progress)
+        runs.log_trials(run_id, store.setup(store.TRAIN_EXPERIMENT), fit.trials, spec.name)
+        _log_fit(fit, tuning, config_yaml)
+        version, decision = None, None
+        values = fit.metrics.as_dict()
         if register:
-            version = mlflow_io.log_and_register_model(ensemble, labeled, {
-                "family": spec.name, "feature_set": features.name, "data_fingerprint": fp,
-                "git_commit": tracking.git_commit(), "objective": tuning.objective,
-                **{k: f"{v:.6f}" for k, v in values.items()}})
-            promotion = mlflow_io.decide_and_promote(version, tuning.objective,
-                                                     values[tuning.objective], fp, auto_promote)
-            mlflow.set_tags({"registered_version": version,
-                             "promotion": "promoted" if promotion.promoted else "kept",
-                             "promotion_reason": promotion.reason})
-        mlflow.end_run("FINISHED")
-    except BaseException as exc:
-        mlflow.set_tag("error", str(exc)[:500])
-        mlflow.end_run("FAILED")
-        if isinstance(exc, PulseError | KeyboardInterrupt):
-            raise
-        raise PulseError(f"training model '{spec.name}' failed: {type(exc).__name__}: "
-                         f"{str(exc).splitlines()[0] if str(exc) else ''}\n  Its MLflow run "
-                         f"{run.info.run_id} is marked FAILED; earlier runs and the champion "
-                         "are untouched.") from None
+            version = models.log_and_register_model(fit.ensemble, fit.labeled, {
+                "family": spec.name, "feature_set": fit.features.name,
+                "data_fingerprint": fit.fingerprint, "git_commit": store.git_commit(),
+                "objective": tuning.objective, **{k: f"{v:.6f}" for k, v in values.items()}})
+            decision = promotion.decide_and_promote(version, tuning.objective,
+                                                    values[tuning.objective], fit.fingerprint,
+                                                    auto_promote)
+            runs.set_tags({"registered_version": version,
+                           "promotion": "promoted" if decision.promoted else "kept",
+                           "promotion_reason": decision.reason})
     return TrainResult(
-        family=spec.name, feature_set=features.name, run_id=run.info.run_id,
-        best_params=dict(best.params), metrics=metrics, n_trials=len(study.trials),
-        seconds=seconds, version=version,
-        promoted=bool(promotion and promotion.promoted),
-        promotion_reason=promotion.reason if promotion else "not registered (register=false)",
-        data_fingerprint=fp)
+        family=spec.name, feature_set=fit.features.name, run_id=run_id,
+        best_params=fit.best_params, metrics=fit.metrics, n_trials=fit.n_trials_total,
+        seconds=fit.seconds, version=version, promoted=bool(decision and decision.promoted),
+        promotion_reason=decision.reason if decision else "not registered (register=false)",
+        data_fingerprint=fit.fingerprint)
+
+
+def _log_fit(fit: FamilyFit, tuning: TuningSettings, config_yaml: str) -> None:
+    from pulse_ml.registry import runs
+
+    m = fit.metrics
+    runs.log_family_run(
+        run_name=fit.family, tags={},
+        params={**{f"best.{k}": v for k, v in fit.best_params.items()},
+                "family": fit.family, "feature_set": fit.features.name,
+                "n_labeled": len(fit.y), "cv.n_splits": tuning.n_splits,
+                "cv.seed": tuning.cv_seed, "seed": tuning.seed,
+                "cv.group_by": "user_id" if tuning.group_by_user else "none",
+                "objective": tuning.objective, "n_trials_requested": tuning.n_trials,
+                "storage": tuning.storage, "workers": tuning.workers},
+        metrics={**m.as_dict(), "n_trials": fit.n_trials_total,
+                 "n_trials_complete": fit.n_complete, "tuning_time_s": fit.seconds,
+                 "best_trial": fit.best_number},
+        fold_metrics={"fold_mse": list(m.fold_mse), "fold_mae": list(m.fold_mae),
+                      "fold_pearson": list(m.fold_pearson)},
+        config_yaml=config_yaml, oof=fit.ensemble.oof)
 
 
 def summary(result: TrainResult) -> str:
@@ -194,26 +182,25 @@ def summary(result: TrainResult) -> str:
     ])
 
 
-def run(cfg) -> TrainResult:
+def run(cfg: Node) -> TrainResult:
     """Entry point of ``pulse-ml train``."""
-    from omegaconf import OmegaConf
+    return run_settings(settings_from_config(cfg))
 
-    ensure_demo_data(cfg.data.path, bool(cfg.data.get("simulate_if_missing", True)))
+
+def run_settings(job: TrainSettings) -> TrainResult:
+    """Train with typed settings (``pipeline`` calls this directly)."""
+    ensure_demo_data(job.data_path, job.simulate_if_missing)
     # Training uses every labeled session; case studies matter only to infer.
-    table = load_sessions(cfg.data.path, cfg_io.feature_set(cfg), {}, only=[])
-    spec = model_spec(cfg)
-    tuning = tuning_settings(cfg)
-    if str(cfg.promote) not in ("auto", "never"):
-        raise PulseError(f"promote={cfg.promote}: use auto or never.")
+    table = load_sessions(job.data_path, job.features, {}, only=[])
+    spec, tuning = job.model, job.tuning
     print(f"training {spec.name} on {int(table.labeled.sum())} labeled sessions of "
           f"{Path(table.path).name} (features '{table.features.name}', "
           f"{tuning.n_trials if spec.search_space else 1} trial(s) x {tuning.n_splits}-fold CV, "
           f"objective {tuning.objective})")
-    result = train_family(table, spec, tuning, OmegaConf.to_yaml(cfg),
-                          register=bool(cfg.register), auto_promote=str(cfg.promote) == "auto",
-                          progress=bool(cfg.get("progress", True)))
+    result = train_family(table, spec, tuning, job.config_yaml, register=job.register,
+                          auto_promote=job.auto_promote, progress=job.progress)
     print(summary(result))
     return result
 
 
-__all__ = ["CrossFitEnsemble", "TrainResult", "run", "train_family"]
+__all__ = ["TrainResult", "TrainSettings", "run", "run_settings", "train_family"]

@@ -11,6 +11,7 @@ from pulse_ml.llm.config import LLMConfig
 from pulse_ml.llm.metrics import cv_judge_metrics
 from pulse_ml.llm.parse import parse_judge
 from pulse_ml.llm.prompts import JUDGE, fit_conversation, messages
+from pulse_ml.training.folds import FoldSettings
 
 
 def judge_sessions(frame: pd.DataFrame, cfg: LLMConfig, cache: DiskCache | None,
@@ -52,11 +53,12 @@ def judge_sessions(frame: pd.DataFrame, cfg: LLMConfig, cache: DiskCache | None,
     return out, usage
 
 
-def judge_metrics(judgments: pd.DataFrame, usage: Usage) -> dict[str, float]:
-    """The metrics logged for a judge run (keys match the trainer's)."""
+def judge_metrics(judgments: pd.DataFrame, usage: Usage,
+                  folds: FoldSettings | None = None) -> dict[str, float]:
+    """The metrics logged for a judge run (keys and folds match the trainer's)."""
     groups = judgments["user_id"].to_numpy() if "user_id" in judgments else None
     metrics = cv_judge_metrics(judgments["rating"].to_numpy(float),
-                               judgments["likert_score"].to_numpy(float), groups=groups)
+                               judgments["likert_score"].to_numpy(float), folds, groups)
     metrics.update({"cost_usd": usage.cost_usd, "tokens_in": float(usage.tokens_in),
                     "tokens_out": float(usage.tokens_out)})
     return metrics

@@ -1,13 +1,11 @@
-"""Pure metrics of LLM-judge scores against ratings, on the trainer's 5 folds."""
+"""Pure metrics of LLM-judge scores against ratings, on the trainer's folds (``cv`` config)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from pulse_ml.training.metrics import pearson, spearman
-
-N_SPLITS = 5
-SEED = 42
+from pulse_ml.training.folds import FoldSettings
+from pulse_ml.training.metrics import point_metrics
 
 
 def score_metrics(y: np.ndarray, pred: np.ndarray) -> dict[str, float]:
@@ -16,25 +14,19 @@ def score_metrics(y: np.ndarray, pred: np.ndarray) -> dict[str, float]:
     Correlations follow :mod:`pulse_ml.training.metrics` (0.0 when one side is constant).
     """
     ok = ~np.isnan(pred)
-    y, pred = y[ok], pred[ok]
-    if len(y) == 0:
-        nan = float("nan")
-        return {"mse": nan, "mae": nan, "pearson": nan, "spearman": nan}
-    err = pred - y
-    return {"mse": float(np.mean(err ** 2)), "mae": float(np.mean(np.abs(err))),
-            "pearson": pearson(y, pred), "spearman": spearman(y, pred)}
+    return point_metrics(y[ok], pred[ok])
 
 
-def cv_judge_metrics(y: np.ndarray, pred: np.ndarray, n_splits: int = N_SPLITS,
-                     seed: int = SEED, groups: np.ndarray | None = None) -> dict[str, float]:
+def cv_judge_metrics(y: np.ndarray, pred: np.ndarray, cv: FoldSettings | None = None,
+                     groups: np.ndarray | None = None) -> dict[str, float]:
     """Judge metrics pooled over labeled sessions plus their std over the trainer's folds.
 
     Args:
         y: Ratings of the labeled sessions, in table order, shape (n,).
         pred: Judge scores (NaN = missing), shape (n,).
-        n_splits: Folds (the trainer uses 5).
-        seed: Fold seed (the trainer uses 42).
-        groups: User ids: folds keep a user's sessions together, like the trainer's default.
+        cv: The ``cv`` settings (default: 5 folds, seed 42, grouped by user), the same
+            ones the trainer reads.
+        groups: User ids: folds keep a user's sessions together when ``group_by_user``.
 
     Returns:
         ``cv_mse``, ``cv_mae``, ``cv_pearson``, ``cv_spearman`` (pooled over all folds, like
@@ -46,14 +38,17 @@ def cv_judge_metrics(y: np.ndarray, pred: np.ndarray, n_splits: int = N_SPLITS,
     pooled = score_metrics(y, pred)
     out = {f"cv_{k}": v for k, v in pooled.items()}
     folds: dict[str, list[float]] = {"mse": [], "mae": [], "pearson": []}
+    cv = cv or FoldSettings()
+    n_splits = cv.n_splits
     if len(y) >= n_splits:
         from pulse_ml.errors import PulseError
-        from pulse_ml.training.tuning import make_folds
+        from pulse_ml.training.folds import make_folds
 
         try:
-            fold_of = make_folds(len(y), n_splits, seed, groups)
+            fold_of = make_folds(len(y), n_splits, cv.seed,
+                                 groups if cv.group_by_user else None)
         except PulseError:  # too few users for grouped folds: fall back to plain folds
-            fold_of = make_folds(len(y), n_splits, seed)
+            fold_of = make_folds(len(y), n_splits, cv.seed)
         for k in range(n_splits):
             test = fold_of == k
             m = score_metrics(y[test], pred[test])

@@ -1,4 +1,4 @@
-"""Training runs, the model registry and promotion (everything MLflow beyond setup)."""
+"""The model registry: log and register a cross-fit ensemble, load it back, find versions."""
 
 from __future__ import annotations
 
@@ -6,50 +6,15 @@ import json
 import tempfile
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from pulse_ml.errors import PulseError
-from pulse_ml.registry.store import CHAMPION, REGISTERED_MODEL
+from pulse_ml.registry.keys import CHAMPION, INFER_EXPERIMENT, REGISTERED_MODEL
 
 PIP_REQUIREMENTS = ["mlflow>=3.17,<3.18", "scikit-learn>=1.9,<2", "lightgbm>=4.7,<5",
                     "pandas>=2.2", "numpy>=2.0", "joblib", "pulse-ml"]
-
-
-@dataclass(frozen=True)
-class Promotion:
-    """Outcome of the promotion rule for one new model version."""
-
-    promoted: bool
-    reason: str
-    champion_version: str | None = None
-    champion_value: float | None = None
-
-
-def should_promote(objective: str, new_value: float, new_fingerprint: str,
-                   champion_value: float | None, champion_fingerprint: str | None) -> tuple[
-                       bool, str]:
-    """The promotion rule (pure).
-
-    The new version becomes champion when there is none yet, or when it beats the champion on
-    the objective on the same data fingerprint. Otherwise the champion stays.
-
-    Returns:
-        ``(promote, reason)``.
-    """
-    if champion_value is None:
-        return True, "no champion yet"
-    if champion_fingerprint != new_fingerprint:
-        return False, (f"the champion was scored on other data (fingerprint "
-                       f"{str(champion_fingerprint)[:12]} vs {new_fingerprint[:12]}); its "
-                       f"{objective} is not comparable. Use `pulse-ml promote version=N` to "
-                       "switch by hand.")
-    better = new_value < champion_value if objective == "cv_mse" else new_value > champion_value
-    verb = "beats" if better else "does not beat"
-    return better, (f"new {objective} {new_value:.4f} {verb} the champion's "
-                    f"{champion_value:.4f} on the same data")
 
 
 def client():
@@ -67,94 +32,6 @@ def champion_version(name: str = REGISTERED_MODEL):
         return client().get_model_version_by_alias(name, CHAMPION)
     except MlflowException:
         return None
-
-
-def decide_and_promote(version: str, objective: str, value: float, fingerprint: str,
-                       auto: bool = True) -> Promotion:
-    """Apply the promotion rule to ``version`` and move the alias when it wins."""
-    current = champion_version()
-    cur_value = cur_fp = None
-    if current is not None:
-        tags = current.tags or {}
-        cur_fp = tags.get("data_fingerprint")
-        cur_value = float(tags[objective]) if objective in tags else None
-        if cur_value is None:
-            cur_value = float("inf") if objective == "cv_mse" else float("-inf")
-    promote, reason = should_promote(objective, value, fingerprint,
-                                     None if current is None else cur_value, cur_fp)
-    if promote and not auto:
-        promote, reason = False, "automatic promotion is off (promote=never)"
-    if promote:
-        client().set_registered_model_alias(REGISTERED_MODEL, CHAMPION, str(version))
-    client().set_model_version_tag(REGISTERED_MODEL, str(version), "promotion",
-                                   "promoted" if promote else "kept")
-    return Promotion(promote, reason, None if current is None else str(current.version),
-                     cur_value)
-
-
-def promote_by_hand(version: str) -> Promotion:
-    """Move ``champion`` to ``version`` (``pulse-ml promote``)."""
-    from mlflow.exceptions import MlflowException
-
-    c = client()
-    try:
-        c.get_model_version(REGISTERED_MODEL, str(version))
-    except MlflowException:
-        versions = [str(v.version) for v in c.search_model_versions(f"name='{REGISTERED_MODEL}'")]
-        raise PulseError(f"model '{REGISTERED_MODEL}' has no version {version} (versions: "
-                         f"{', '.join(sorted(versions, key=int)) or 'none'}).") from None
-    current = champion_version()
-    c.set_registered_model_alias(REGISTERED_MODEL, CHAMPION, str(version))
-    c.set_model_version_tag(REGISTERED_MODEL, str(version), "promotion", "promoted by hand")
-    before = None if current is None else str(current.version)
-    return Promotion(True, f"moved by hand from version {before}", before, None)
-
-
-def log_family_run(*, run_name: str, tags: Mapping[str, str], params: Mapping[str, object],
-                   metrics: Mapping[str, float], fold_metrics: Mapping[str, list[float]],
-                   config_yaml: str, oof: pd.DataFrame) -> None:
-    """Log params, metrics (pooled + per fold as steps), config and OOF to the active run."""
-    import mlflow
-
-    mlflow.set_tags(dict(tags))
-    mlflow.log_params({k: ("None" if v is None else v) for k, v in params.items()})
-    mlflow.log_metrics(dict(metrics))
-    for key, values in fold_metrics.items():
-        for step, value in enumerate(values):
-            mlflow.log_metric(key, value, step=step)
-    mlflow.log_text(config_yaml, "config.yaml")
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "oof_predictions.csv"
-        oof.to_csv(path, index=False)
-        mlflow.log_artifact(str(path))
-    _ = run_name
-
-
-def log_trials(parent_run_id: str, experiment_id: str, trials, family: str) -> None:
-    """Log finished trials as nested child runs of the family run (batched)."""
-    import time
-
-    from mlflow.entities import Metric, Param, RunTag
-
-    c = client()
-    now = int(time.time() * 1000)
-    for trial in trials:
-        run = c.create_run(experiment_id, run_name=f"{family}-trial-{trial.number}",
-                           tags={"mlflow.parentRunId": parent_run_id, "kind": "trial",
-                                 "family": family, "trial_state": trial.state.name})
-        metrics = [Metric(k, float(v), now, 0)
-                   for k, v in (trial.user_attrs.get("metrics") or {}).items()]
-        for key in ("fold_mse", "fold_mae", "fold_pearson"):
-            metrics += [Metric(key, float(v), now, i)
-                        for i, v in enumerate(trial.user_attrs.get(key) or [])]
-        if trial.value is not None:
-            metrics.append(Metric("objective", float(trial.value), now, 0))
-        params = [Param(k, str(v)) for k, v in trial.params.items()]
-        params.append(Param("trial_number", str(trial.number)))
-        c.log_batch(run.info.run_id, metrics=metrics, params=params,
-                    tags=[RunTag("mlflow.runName", f"{family}-trial-{trial.number}")])
-        status = "FINISHED" if trial.state.name in ("COMPLETE", "PRUNED") else "FAILED"
-        c.set_terminated(run.info.run_id, status=status)
 
 
 def log_and_register_model(ensemble, example: pd.DataFrame, version_tags: Mapping[str, str],
@@ -191,6 +68,14 @@ def log_and_register_model(ensemble, example: pd.DataFrame, version_tags: Mappin
     for key, value in version_tags.items():
         c.set_model_version_tag(REGISTERED_MODEL, version, key, str(value))
     return version
+
+
+def load_model(model_uri: str):
+    """Point MLflow at the store and load a registered pulse model (see :func:`load_registered`)."""
+    from pulse_ml.registry.store import setup
+
+    setup(INFER_EXPERIMENT)
+    return load_registered(model_uri)
 
 
 def load_registered(model_uri: str):

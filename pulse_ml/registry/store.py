@@ -1,4 +1,4 @@
-"""The one module that sets up MLflow tracking (URI, experiments, artifact location)."""
+"""Tracking store setup: the URI, experiments and their artifact location."""
 
 from __future__ import annotations
 
@@ -6,12 +6,13 @@ import os
 from pathlib import Path
 
 from pulse_ml.paths import project_root
-
-TRAIN_EXPERIMENT = "pulse-train"
-JUDGE_EXPERIMENT = "pulse-judge"
-INFER_EXPERIMENT = "pulse-infer"
-REGISTERED_MODEL = "pulse-satisfaction"
-CHAMPION = "champion"
+from pulse_ml.registry.keys import (  # noqa: F401 - re-exported for the jobs
+    CHAMPION,
+    INFER_EXPERIMENT,
+    JUDGE_EXPERIMENT,
+    REGISTERED_MODEL,
+    TRAIN_EXPERIMENT,
+)
 
 
 def tracking_uri() -> str:

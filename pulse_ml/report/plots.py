@@ -4,17 +4,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 
-def forest_plot(effects: pd.DataFrame, path: Path, truth: dict[str, float] | None = None,
-                title: str = "Effect of each design change (treatment - control)") -> None:
-    """Naive vs augmented effect with its CI per case study (one row each, shared x axis)."""
+def pyplot():
+    """Matplotlib's pyplot on the Agg backend (files only, no display needed)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def forest_plot(effects: pd.DataFrame, path: Path, truth: dict[str, float] | None = None,
+                title: str = "Effect of each design change (treatment - control)") -> None:
+    """Naive vs augmented effect with its CI per case study (one row each, shared x axis)."""
+    plt = pyplot()
     studies = list(dict.fromkeys(effects["case_study"]))
     fig, ax = plt.subplots(figsize=(7.5, 1.1 + 0.8 * len(studies)))
     styles = {"naive": ("#7f7f7f", -0.15, "naive (labeled only)"),
@@ -36,6 +43,93 @@ def forest_plot(effects: pd.DataFrame, path: Path, truth: dict[str, float] | Non
     ax.set_xlabel("difference in mean rating (stars), 95% CI")
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def comparison_plot(frame: pd.DataFrame, path: Path) -> None:
+    """Bar chart of out-of-fold Pearson r (± std over folds) per family / judge."""
+    plt = pyplot()
+
+    labels = [f"{n}\n({f})" if k == "model" else f"{n}\n(judge)"
+              for n, f, k in zip(frame["name"], frame["features"], frame["kind"], strict=True)]
+    colors = ["#1f77b4" if k == "model" else "#ff7f0e" for k in frame["kind"]]
+    fig, ax = plt.subplots(figsize=(max(6.5, 1.3 * len(frame)), 3.8))
+    ax.bar(range(len(frame)), frame["r"].astype(float), yerr=frame["r_std"].astype(float),
+           color=colors, capsize=4)
+    ax.set_xticks(range(len(frame)), labels, fontsize=8)
+    ax.set_ylabel("out-of-fold Pearson r")
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_title("Satisfaction predictors, ± std over CV folds\n"
+                 "(blue: trained models, orange: LLM judges)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def agreement_chart(summary: pd.DataFrame, path: Path, ties: str) -> None:
+    """Per-category agreement bars (one colour per predictor) with Wilson error bars."""
+    plt = pyplot()
+
+    cats = list(dict.fromkeys(summary["category"]))
+    preds = list(dict.fromkeys(summary["predictor"]))
+    width = 0.8 / len(preds)
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(cats) * max(1, len(preds)) ** 0.5), 4))
+    for i, name in enumerate(preds):
+        sub = summary[summary["predictor"] == name].set_index("category").reindex(cats)
+        xs = np.arange(len(cats)) + (i - (len(preds) - 1) / 2) * width
+        err = np.vstack([sub["agreement_pct"] - sub["ci_lower_pct"],
+                         sub["ci_upper_pct"] - sub["agreement_pct"]])
+        ax.bar(xs, sub["agreement_pct"], width, yerr=np.nan_to_num(err), capsize=3, label=name)
+    ax.axhline(50, color="black", lw=0.7, ls="--")
+    n = summary.groupby("category")["n_pairs"].max().reindex(cats)
+    ax.set_xticks(range(len(cats)), [f"{c}\n(n={k})" for c, k in zip(cats, n, strict=True)],
+                  rotation=30, ha="right", fontsize=8)
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("agreement with human preference (%)")
+    ax.set_title(f"Pairwise agreement per category (95% Wilson; ties={ties})", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def task_delta_scatter(deltas: pd.DataFrame, corr: pd.DataFrame, path: Path) -> None:
+    """Delta_H vs Delta_B, one panel per comparison, points labeled by benchmark."""
+    plt = pyplot()
+
+    names = list(dict.fromkeys(deltas["comparison"]))
+    fig, axes = plt.subplots(1, len(names), figsize=(5.2 * len(names), 4.4), squeeze=False)
+    for ax, name in zip(axes[0], names, strict=True):
+        sub = deltas[deltas["comparison"] == name]
+        used = sub[sub["used"].astype(bool)]
+        err = None
+        if used["delta_h_ci_lower"].notna().any():
+            err = [used["delta_h"] - used["delta_h_ci_lower"],
+                   used["delta_h_ci_upper"] - used["delta_h"]]
+        label = ("Delta_H (paper Table 3)" if (sub["source"] == "paper").all() else
+                 "Delta_H (PPI++, this data)")
+        ax.errorbar(used["delta_b"], used["delta_h"], yerr=err, fmt="o", color="#1f77b4",
+                    capsize=3, label=label)
+        if (sub["source"] == "model").any():
+            ax.scatter(sub["delta_b"], sub["delta_h_paper"], marker="x", color="#7f7f7f",
+                       label="Delta_H (paper)")
+        for row in used.itertuples(index=False):
+            ax.annotate(row.benchmark, (row.delta_b, row.delta_h), fontsize=7,
+                        xytext=(4, 3), textcoords="offset points")
+        ax.axhline(0, color="black", lw=0.6)
+        ax.axvline(0, color="black", lw=0.6)
+        c = corr[(corr["comparison"] == name) & (corr["source"] == sub["source"].iloc[0])]
+        r = c["pearson_r"].iloc[0] if len(c) else float("nan")
+        printed = c["paper_printed_r"].iloc[0] if len(c) else None
+        title = f"{name}\nPearson r = {r:.3f}"
+        if printed is not None and pd.notna(printed):
+            title += f" (paper prints {printed:+.2f})"
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("Delta_B: benchmark change (%)")
+        ax.set_ylabel("Delta_H: human rating change (% of control)")
+        ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -52,3 +53,15 @@ def read_frame(path: str | Path) -> pd.DataFrame:
     if frame.shape[0] == 0:
         raise DataError(str(path), ["the table has no rows. Expected one row per session."])
     return frame
+
+
+def load_ground_truth(data_path: str) -> dict[str, float]:
+    """True effects from ``ground_truth.json`` next to simulated data (else empty)."""
+    path = Path(data_path).with_name("ground_truth.json")
+    if not path.is_file():
+        return {}
+    try:
+        effects = json.loads(path.read_text()).get("effects", {})
+        return {k: float(v["effect"]) for k, v in effects.items()}
+    except (ValueError, KeyError, TypeError):
+        return {}

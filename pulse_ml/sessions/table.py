@@ -268,7 +268,7 @@ def _check_case_studies(out, frame, configured, only, problems) -> tuple[list, l
                 problems.append(f"column 'condition': case study '{study.name}' has no session "
                                 f"with its {role} condition '{arm}' (conditions present: "
                                 f"{', '.join(conds.get(study.name, []))}). Fix the data or "
-                                f"conf/case_study/{study.name}.yaml.")
+                                f"conf/catalog/case_studies/{study.name}.yaml.")
             elif n_lab < MIN_LABELED_PER_ARM:
                 problems.append(f"column 'rating': case study '{study.name}', {role} arm "
                                 f"'{arm}' has {n_lab} labeled session(s); at least "

@@ -1,7 +1,8 @@
 """Reference figures from the PULSE paper used to calibrate the simulator (Sections 4-6, App. B).
 
 Feature shifts per case study are treatment minus control, read off Tables 6-9 with the
-orientation of ``conf/case_study/*.yaml`` (the tables' "Var A / Var B" columns are not always
+orientation of ``conf/catalog/case_studies/*.yaml`` (the tables' "Var A / Var B" columns are not
+always
 control / treatment: Table 7 lists Claude 4 first, Table 8 lists max_step 120 as "Treatment",
 Table 9 lists "Planning" first). Flags are ``(control_mean, treatment_mean)``; messages are the
 mean user-message counts of the rated sessions.
@@ -86,7 +87,7 @@ def paper_shifts(name: str) -> tuple[dict[str, tuple[float, float]], tuple[float
     """Return the paper's per-feature ``(control, treatment)`` means of a case study.
 
     Args:
-        name: Case-study name (``conf/case_study/<name>.yaml``).
+        name: Case-study name (``conf/catalog/case_studies/<name>.yaml``).
 
     Returns:
         ``(flags, messages)`` where ``flags`` maps each flag/git column to its control and

@@ -24,6 +24,18 @@ def spearman(y: np.ndarray, pred: np.ndarray) -> float:
     return float(stats.spearmanr(y, pred).statistic)
 
 
+def point_metrics(y: np.ndarray, pred: np.ndarray) -> dict[str, float]:
+    """MSE, MAE, Pearson r and Spearman rho of ``pred`` against ``y`` (NaN for no rows)."""
+    y = np.asarray(y, float)
+    pred = np.asarray(pred, float)
+    if y.size == 0:
+        nan = float("nan")
+        return {"mse": nan, "mae": nan, "pearson": nan, "spearman": nan}
+    err = pred - y
+    return {"mse": float(np.mean(err**2)), "mae": float(np.mean(np.abs(err))),
+            "pearson": pearson(y, pred), "spearman": spearman(y, pred)}
+
+
 @dataclass(frozen=True)
 class CVMetrics:
     """Metrics on pooled out-of-fold predictions plus per-fold values.

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sklearn.model_selection import GroupKFold, KFold
 
 from pulse_ml.errors import PulseError
 from pulse_ml.models.factory import ModelSpec, build_pipeline, suggest
 from pulse_ml.models.preprocess import feature_frame
 from pulse_ml.sessions.feature_sets import FeatureSet
+from pulse_ml.training.folds import make_folds  # noqa: F401 - re-exported
 from pulse_ml.training.metrics import cv_metrics, pearson
 
 OBJECTIVES = {"cv_mse": "minimize", "cv_pearson": "maximize"}
@@ -46,30 +46,6 @@ class TuningSettings:
     def tpe_seed(self) -> int:
         """Seed of the TPE sampler: ``sampler_seed`` when set (one per machine), else ``seed``."""
         return self.seed if self.sampler_seed is None else self.sampler_seed
-
-
-def make_folds(n: int, n_splits: int, seed: int, groups=None) -> np.ndarray:
-    """Fold index per row: shuffled K folds with a fixed seed (the paper: 5 folds, seed 42).
-
-    With ``groups`` (user ids) all sessions of a user fall in the same fold
-    (``GroupKFold(shuffle=True)``), so no out-of-fold prediction comes from a model that saw
-    another session of the same user — the cross-fitting unit matches the cluster-robust
-    intervals. Without groups, or when every group has one session, it is a plain ``KFold``.
-    """
-    if n < n_splits:
-        raise PulseError(f"only {n} labeled sessions: need at least cv.n_splits={n_splits} to "
-                         "cross-validate. Collect more ratings or lower cv.n_splits.")
-    grouped = groups is not None and pd.Series(groups).nunique() < n
-    if grouped and pd.Series(groups).nunique() < n_splits:
-        raise PulseError(f"only {pd.Series(groups).nunique()} users among the labeled sessions:"
-                         f" need at least cv.n_splits={n_splits} for user-grouped folds. Lower "
-                         "cv.n_splits or use cv.group_by=none.")
-    splitter = (GroupKFold(n_splits, shuffle=True, random_state=seed) if grouped
-                else KFold(n_splits, shuffle=True, random_state=seed))
-    folds = np.empty(n, dtype=int)
-    for k, (_, test) in enumerate(splitter.split(np.zeros(n), groups=groups)):
-        folds[test] = k
-    return folds
 
 
 class CVObjective:
@@ -166,11 +142,12 @@ def _worker(settings: TuningSettings, study_name: str, worker: int, objective: C
 
 
 def run_study(settings: TuningSettings, study_name: str, objective: CVObjective,
-              progress: bool = True):
+              progress: bool = True, on_trial=None):
     """Run the trials of this invocation; returns ``(study, first_new_trial_number)``.
 
     With ``workers > 1`` the extra workers run in spawned processes on the same storage; the
-    trials are split between them.
+    trials are split between them. ``on_trial(trial)`` is called in this process for each
+    trial it finished.
     """
     import optuna
     from tqdm.auto import tqdm
@@ -200,6 +177,8 @@ def run_study(settings: TuningSettings, study_name: str, objective: CVObjective,
 
     def _update(study, trial):
         bar.update(1)
+        if on_trial is not None:
+            on_trial(trial)
         try:
             bar.set_postfix({f"best {settings.objective}": f"{study.best_value:.4f}"})
         except ValueError:

@@ -14,7 +14,8 @@ from pulse_ml.inference.scoring import ScoreSettings, score_file
 from pulse_ml.jobs import train
 from pulse_ml.models.crossfit import fit_crossfit
 from pulse_ml.models.factory import build_pipeline
-from pulse_ml.training.tuning import make_folds
+from pulse_ml.training.family import training_data
+from pulse_ml.training.folds import make_folds
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +24,7 @@ def ensemble(small_demo):
     cfg = compose("train", [f"data.path={small_demo}", "model=lightgbm"])
     table = cfg_io.load_table(cfg)
     spec = train.model_spec(cfg)
-    labeled, y = train.training_data(table)
+    labeled, y = training_data(table)
     folds = make_folds(len(y), 5, 42)
     params = {"n_estimators": 40, "num_leaves": 8}
     return fit_crossfit(lambda: build_pipeline(spec, table.features, params), labeled, y,

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pandas as pd
 
 from pulse_ml.config import compose
-from pulse_ml.jobs.simulate import settings_from_cfg
+from pulse_ml.simulate.demo import settings_from_config
 from pulse_ml.simulate.generator import simulate
 
 SMALL = ["n_labeled=400", "labeled_per_arm=40", "min_labeled_per_arm=30", "mc_sessions=40000"]
@@ -45,7 +45,7 @@ def test_cli_writes_files_and_prints_the_table(tmp_path):
     assert len(list((out / "events").glob("*.json"))) == 30
 
     # another process with the same settings gives the same bytes
-    settings = settings_from_cfg(compose("simulate", ["seed=5", *SMALL]))
+    settings = settings_from_config(compose("simulate", ["seed=5", *SMALL]))
     again = tmp_path / "again.parquet"
     simulate(settings).sessions.to_parquet(again, index=False)
     digest = [hashlib.sha256(p.read_bytes()).hexdigest()

@@ -7,7 +7,7 @@ import pytest
 
 from pulse_ml.config import compose
 from pulse_ml.errors import PulseError
-from pulse_ml.jobs.simulate import settings_from_cfg
+from pulse_ml.simulate.demo import settings_from_config
 from pulse_ml.simulate.generator import FEATURE_COLUMNS, ID_COLUMNS, simulate
 from pulse_ml.simulate.model import CATEGORIES, SENTIMENTS
 from pulse_ml.simulate.summary import calibration_figures, rank_biserial
@@ -17,7 +17,7 @@ SMALL = dict(n_labeled=400, labeled_per_arm=40, min_labeled_per_arm=30, mc_sessi
 
 @pytest.fixture(scope="module")
 def default_settings():
-    return settings_from_cfg(compose("simulate", []))
+    return settings_from_config(compose("simulate", []))
 
 
 @pytest.fixture(scope="module")

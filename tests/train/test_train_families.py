@@ -51,7 +51,7 @@ def test_unknown_family_is_a_clear_error(pulse_home):
 
 
 def test_folds_keep_each_users_sessions_together():
-    from pulse_ml.training.tuning import make_folds
+    from pulse_ml.training.folds import make_folds
 
     rng = np.random.default_rng(0)
     users = rng.integers(0, 120, size=600)

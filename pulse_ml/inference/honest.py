@@ -1,0 +1,115 @@
+"""Honest predictions: a raw table and a cross-fit ensemble become sessions with predictions.
+
+Labeled sessions that were in the model's training data get their out-of-fold prediction
+(matched by session_id, guarded against renamed training sessions); every other session gets
+the mean of the fold models (cross-prediction PPI, see ``design.md``). ``infer``, ``audit``,
+``benchmarks`` (task deltas), ``agreement`` and ``monitor`` all start here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from pulse_ml.errors import PulseError
+from pulse_ml.inference.case_studies import CaseStudy
+from pulse_ml.sessions.table import SessionTable, validate_frame
+
+# Options of the ``ppi.predictions`` setting (value -> meaning).
+PREDICTION_MODES = {"crossfit": "honest, out-of-fold for training sessions",
+                    "in_sample": "the paper's mode, NOT valid"}
+
+
+@dataclass(frozen=True)
+class HonestData:
+    """A validated table with one prediction per session.
+
+    Attributes:
+        table: The validated session table (case studies resolved).
+        predictions: One prediction per row of ``table.frame``.
+        n_with_oof: Labeled sessions that got their out-of-fold prediction.
+        notes: Things the user should know about the predictions.
+        mode: ``crossfit`` (honest) or ``in_sample`` (the paper's, not valid).
+    """
+
+    table: SessionTable
+    predictions: np.ndarray
+    n_with_oof: int
+    notes: tuple[str, ...]
+    mode: str
+
+
+def honest_data(raw: pd.DataFrame, path: str, ensemble,
+                configured: Mapping[str, CaseStudy] | None = None,
+                only: Iterable[str] | None = None, mode: str = "crossfit") -> HonestData:
+    """Check the model's columns, validate the table and predict every session.
+
+    Args:
+        raw: The table as read (``sessions.readers.read_frame``).
+        path: File name used in messages.
+        ensemble: The registered :class:`~pulse_ml.models.crossfit.CrossFitEnsemble`.
+        configured: Configured case studies by name.
+        only: Restrict case studies to these names (``[]`` = none, e.g. for agreement).
+        mode: ``crossfit`` (honest) or ``in_sample``.
+
+    Raises:
+        PulseError: missing model columns, contract violations, or a suspected leak.
+    """
+    check_model_columns(raw, ensemble, path)
+    table = validate_frame(raw, path, ensemble.features, configured or {}, only)
+    preds, n_oof, notes = predictions(ensemble, table, mode)
+    return HonestData(table, preds, n_oof, tuple(notes), mode)
+
+
+def predictions(ensemble, table: SessionTable, mode: str) -> tuple[np.ndarray, int, list[str]]:
+    """Predictions for every session, honest unless ``mode == "in_sample"``.
+
+    Returns:
+        ``(predictions, n_labeled_with_oof, notes)``.
+
+    Raises:
+        PulseError: no out-of-fold predictions, or labeled sessions that look like the model's
+            training sessions under new ids (their predictions would leak their labels).
+    """
+    if mode == "in_sample":
+        return ensemble.predict(table.frame), 0, []
+    if ensemble.oof is None or len(ensemble.oof) == 0:
+        raise PulseError("the model version has no out-of-fold predictions, and honest mode "
+                         "(ppi.predictions=crossfit) needs them. Re-register it with "
+                         "`pulse-ml train`, or use ppi.predictions=in_sample (not valid).")
+    preds, used = ensemble.honest_predict(table.frame)
+    report = ensemble.honesty(table.frame, table.labeled)
+    if report.leak_suspected:
+        raise PulseError(
+            f"{table.path}: {report.n_renamed_suspects} labeled session(s) have no out-of-fold "
+            f"prediction by session_id but the same features and rating as sessions the model "
+            f"was trained on ({report.n_with_oof} of {report.n_labeled} labeled sessions matched "
+            "by id). They look like training sessions under new ids; predicting them with the "
+            "model would leak their labels and make the intervals invalid. Keep the session_id "
+            "values the model was trained with, or re-train on this table (`pulse-ml train`).")
+    notes = []
+    if report.n_renamed_suspects:
+        notes.append(f"{report.n_renamed_suspects} labeled session(s) without an id match have "
+                     "the same features and rating as a training session (few enough to be "
+                     "coincidences; re-train on this table to be sure).")
+    if report.n_changed:
+        notes.append(f"{report.n_changed} labeled session(s) changed features or rating since "
+                     "training; they keep their out-of-fold prediction (honest, but for the old "
+                     "content). Re-train to use the new content.")
+    if report.n_with_oof == 0 and report.n_labeled:
+        notes.append(f"none of the model's {report.n_training} training sessions is in this "
+                     "table: every session is predicted by the full ensemble (honest only if "
+                     "these labeled sessions were never used to train it).")
+    return preds, report.n_with_oof, notes
+
+
+def check_model_columns(frame: pd.DataFrame, ensemble, path: str) -> None:
+    """Fail early when the table lacks features the model needs."""
+    missing = [c for c in ensemble.features.names if c not in frame.columns]
+    if missing:
+        raise PulseError(f"{path}: the model (feature set '{ensemble.features.name}') needs "
+                         f"column(s) {', '.join(missing)}, which the table lacks. Extract them "
+                         "(pulse-ml extract) or use a model trained on another feature set.")

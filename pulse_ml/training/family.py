@@ -1,0 +1,128 @@
+"""One model family's run: tune it under CV, refit the best trial as a cross-fit ensemble.
+
+Pure of MLflow: :func:`tune_family` returns a :class:`FamilyFit` that the train job logs and
+registers through :mod:`pulse_ml.registry`. A hook receives each finished trial, so the caller
+can log trials while the study runs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from pulse_ml.errors import PulseError
+from pulse_ml.models.crossfit import CrossFitEnsemble, fit_crossfit
+from pulse_ml.models.factory import ModelSpec, build_pipeline
+from pulse_ml.sessions.feature_sets import FeatureSet
+from pulse_ml.sessions.fingerprint import data_fingerprint
+from pulse_ml.sessions.table import SessionTable
+from pulse_ml.training.folds import make_folds
+from pulse_ml.training.metrics import CVMetrics, cv_metrics
+from pulse_ml.training.tuning import CVObjective, TuningSettings, run_study
+
+
+@dataclass(frozen=True)
+class FamilyFit:
+    """The outcome of tuning one family.
+
+    Attributes:
+        family: Family name.
+        features: Feature set.
+        labeled: The labeled sessions it was trained on.
+        y: Their ratings.
+        folds: Fold index per labeled session.
+        fingerprint: Fingerprint of the training data (ids, ratings, features).
+        study_name: The Optuna study.
+        trials: Trials of this invocation (all states).
+        n_trials_total: Trials in the study, earlier invocations included.
+        n_complete: Completed trials in the study.
+        best_params: The best trial's hyper-parameters.
+        best_number: The best trial's number.
+        ensemble: The best trial's fold models as a cross-fit ensemble.
+        metrics: Out-of-fold metrics of the ensemble.
+        seconds: Wall time of tuning and refit.
+    """
+
+    family: str
+    features: FeatureSet
+    labeled: pd.DataFrame
+    y: np.ndarray
+    folds: np.ndarray
+    fingerprint: str
+    study_name: str
+    trials: list
+    n_trials_total: int
+    n_complete: int
+    best_params: dict
+    best_number: int
+    ensemble: CrossFitEnsemble
+    metrics: CVMetrics
+    seconds: float
+
+
+def training_data(table: SessionTable) -> tuple[pd.DataFrame, np.ndarray]:
+    """Labeled sessions and their ratings."""
+    labeled = table.frame.loc[table.labeled].reset_index(drop=True)
+    return labeled, labeled["rating"].to_numpy(float)
+
+
+def fingerprint(labeled: pd.DataFrame, features: FeatureSet) -> str:
+    """Fingerprint of the training data (ids, ratings, features)."""
+    return data_fingerprint(labeled, ["session_id", "rating", *features.names])
+
+
+def study_name_for(spec: ModelSpec, features: FeatureSet, fp: str,
+                   tuning: TuningSettings) -> str:
+    """The study name: ``tuning.study_name`` or ``<family>-<features>-<fingerprint>``."""
+    return tuning.study_name or f"{spec.name}-{features.name}-{fp[:10]}"
+
+
+def tune_family(table: SessionTable, spec: ModelSpec, tuning: TuningSettings,
+                progress: bool = True,
+                on_trial: Callable[[object], None] | None = None) -> FamilyFit:
+    """Tune ``spec`` on the labeled sessions of ``table`` and refit the best trial.
+
+    Args:
+        table: Validated session table.
+        spec: Model family.
+        tuning: Tuning and CV settings.
+        progress: Show a progress bar over trials.
+        on_trial: Called with each trial of this invocation as it finishes.
+
+    Raises:
+        PulseError: no trial completed, or too few sessions/users for the folds.
+    """
+    from threadpoolctl import threadpool_limits
+
+    features = table.features
+    labeled, y = training_data(table)
+    groups = labeled["user_id"].to_numpy() if tuning.group_by_user else None
+    folds = make_folds(len(y), tuning.n_splits, tuning.cv_seed, groups)
+    fp = fingerprint(labeled, features)
+    name = study_name_for(spec, features, fp, tuning)
+    objective = CVObjective(labeled, y, folds, spec, features, tuning.objective, tuning.prune)
+    start = time.perf_counter()
+    study, first = run_study(tuning, name, objective, progress=progress, on_trial=on_trial)
+    new_trials = [t for t in study.trials if t.number >= first]
+    complete = [t for t in study.trials if t.state.name == "COMPLETE"]
+    if not complete:
+        if not new_trials and tuning.n_trials == 0:
+            raise PulseError(f"model '{spec.name}': tuning.n_trials=0 and the study "
+                             f"'{name}' has no completed trial to use. Run at least one trial "
+                             "(tuning.n_trials >= 1), or point tuning.storage at a study "
+                             "that has some.")
+        raise PulseError(f"model '{spec.name}': no trial completed (all pruned or failed).")
+    best = study.best_trial
+    with threadpool_limits(limits=1):  # same threading as the trials: same numbers
+        ensemble = fit_crossfit(lambda: build_pipeline(spec, features, best.params),
+                                labeled, y, folds, features, spec.name)
+    metrics = cv_metrics(y, ensemble.oof["prediction"].to_numpy(), folds)
+    return FamilyFit(
+        family=spec.name, features=features, labeled=labeled, y=y, folds=folds,
+        fingerprint=fp, study_name=name, trials=new_trials, n_trials_total=len(study.trials),
+        n_complete=len(complete), best_params=dict(best.params), best_number=best.number,
+        ensemble=ensemble, metrics=metrics, seconds=time.perf_counter() - start)
