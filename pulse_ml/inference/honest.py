@@ -16,7 +16,7 @@ import pandas as pd
 
 from pulse_ml.errors import PulseError
 from pulse_ml.inference.case_studies import CaseStudy
-from pulse_ml.sessions.table import SessionTable, validate_frame
+from pulse_ml.sessions.table import SessionTable, missing_columns_error, validate_frame
 
 # Options of the ``ppi.predictions`` setting (value -> meaning).
 PREDICTION_MODES = {"crossfit": "honest, out-of-fold for training sessions",
@@ -108,8 +108,7 @@ def predictions(ensemble, table: SessionTable, mode: str) -> tuple[np.ndarray, i
 
 def check_model_columns(frame: pd.DataFrame, ensemble, path: str) -> None:
     """Fail early when the table lacks features the model needs."""
-    missing = [c for c in ensemble.features.names if c not in frame.columns]
-    if missing:
-        raise PulseError(f"{path}: the model (feature set '{ensemble.features.name}') needs "
-                         f"column(s) {', '.join(missing)}, which the table lacks. Extract them "
-                         "(pulse-ml extract) or use a model trained on another feature set.")
+    error = missing_columns_error(path, frame.columns, ensemble.features.names,
+                                  f"the model (feature set '{ensemble.features.name}')")
+    if error is not None:
+        raise error

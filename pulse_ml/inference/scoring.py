@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,14 +24,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pulse_ml.errors import DataError, PulseError
-from pulse_ml.sessions.feature_sets import FeatureSet, FeatureSpec
+from pulse_ml.sessions.feature_sets import FeatureSet
+from pulse_ml.sessions.readers import PARQUET, count_rows, input_columns, iter_chunks
+from pulse_ml.sessions.table import missing_columns_error, validate_chunk
 
-PARQUET = (".parquet", ".pq")
-CSV = (".csv",)
 ID = "session_id"
 OUTPUT_SCHEMA = pa.schema([(ID, pa.string()), ("prediction", pa.float64()),
                            ("honest", pa.int8())])
-_SHOW = 5
 
 
 @dataclass(frozen=True)
@@ -56,160 +54,11 @@ class ScoreResult:
     seconds: float
 
 
-def input_columns(path: Path) -> list[str]:
-    """Column names of a Parquet or CSV file, read from its footer or header only.
-
-    Raises:
-        DataError: missing/empty file, unsupported extension or unreadable header.
-    """
-    suffix = path.suffix.lower()
-    if suffix not in PARQUET + CSV:
-        raise DataError(str(path), [f"unsupported extension '{path.suffix or '(none)'}' for "
-                                    "scoring. Use a .parquet or .csv session table."])
-    if not path.is_file():
-        raise DataError(str(path), ["no such file. Check data.path."])
-    if path.stat().st_size == 0:
-        raise DataError(str(path), ["the file is empty. Expected a header and one row per "
-                                    "session."])
-    try:
-        if suffix in PARQUET:
-            return list(pq.ParquetFile(path).schema_arrow.names)
-        return [str(c) for c in pd.read_csv(path, nrows=0).columns]
-    except Exception as exc:  # noqa: BLE001 - any parser failure is the user's file
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DataError(str(path), [f"cannot read the header: {reason[:200]}. Is the file "
-                                    "complete and really Parquet/CSV?"]) from None
-
-
 def check_columns(path: Path, present: list[str], needed: list[str], model: str) -> None:
     """Raise one ``PulseError`` naming every column the model needs that the file lacks."""
-    missing = [c for c in needed if c not in present]
-    if missing:
-        shown = ", ".join(present[:12]) + (" …" if len(present) > 12 else "")
-        raise PulseError(
-            f"{path}: missing column(s) {', '.join(repr(c) for c in missing)} needed to score "
-            f"with {model}. Add them to the table (or rename the columns to these names); "
-            f"columns found: {shown or 'none'}.")
-
-
-def count_rows(path: Path) -> int | None:
-    """Number of rows of a Parquet file from its footer (None for CSV: unknown up front)."""
-    if path.suffix.lower() in PARQUET:
-        return int(pq.ParquetFile(path).metadata.num_rows)
-    return None
-
-
-def iter_chunks(path: Path, columns: list[str], chunk_size: int) -> Iterator[pd.DataFrame]:
-    """Yield the chosen columns of the file in chunks of at most ``chunk_size`` rows.
-
-    Raises:
-        DataError: when the file cannot be parsed (truncated Parquet, malformed CSV line).
-    """
-    try:
-        yield from _read_chunks(path, columns, chunk_size)
-    except (pa.ArrowException, pd.errors.ParserError, UnicodeDecodeError, OSError) as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DataError(str(path), [f"cannot be read: {reason[:200]}. Is the file complete and "
-                                    "well-formed?"]) from None
-
-
-def _read_chunks(path: Path, columns: list[str], chunk_size: int) -> Iterator[pd.DataFrame]:
-    if path.suffix.lower() in PARQUET:
-        pf = pq.ParquetFile(path)
-        try:
-            for batch in pf.iter_batches(batch_size=chunk_size, columns=columns):
-                yield batch.to_pandas()
-        finally:
-            pf.close()
-        return
-    with pd.read_csv(path, usecols=columns, chunksize=chunk_size,
-                     dtype={ID: str}) as reader:
-        yield from reader
-
-
-def _rows(chunk: pd.DataFrame, mask: np.ndarray, first_row: int) -> str:
-    """First offending rows as 1-based row numbers of the file (data rows, header excluded)."""
-    idx = np.flatnonzero(mask)
-    ids = chunk[ID].to_numpy()[idx[:_SHOW]] if ID in chunk else [None] * len(idx[:_SHOW])
-    parts = [f"row {first_row + i + 1}" + (f" (session_id={s})" if isinstance(s, str) else "")
-             for i, s in zip(idx[:_SHOW], ids, strict=True)]
-    more = f" and {len(idx) - _SHOW} more in this chunk" if len(idx) > _SHOW else ""
-    return f"{len(idx)} row(s): {', '.join(parts)}{more}"
-
-
-def _values(series: pd.Series, mask: np.ndarray) -> str:
-    return ", ".join(repr(v) for v in pd.unique(series[mask].astype(str))[:_SHOW])
-
-
-def _feature_problems(chunk: pd.DataFrame, spec: FeatureSpec, first_row: int) -> list[str]:
-    col, kind = spec.name, spec.kind
-    raw = chunk[col]
-    missing = raw.isna().to_numpy()
-    problems = []
-    if missing.any():
-        problems.append(f"column '{col}': empty/NaN values in {_rows(chunk, missing, first_row)}."
-                        f" Every session needs a value for {kind} feature '{col}' (impute or "
-                        "drop those rows).")
-    if kind == "categorical":
-        if spec.values:
-            unknown = ~missing & ~raw.astype(str).isin(spec.values).to_numpy()
-            if unknown.any():
-                problems.append(f"column '{col}': unknown value(s) {_values(raw, unknown)} in "
-                                f"{_rows(chunk, unknown, first_row)}. Allowed: "
-                                f"{', '.join(spec.values)}.")
-        return problems
-    num = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-    bad = np.isnan(num) & ~missing
-    if bad.any():
-        problems.append(f"column '{col}': non-numeric values {_values(raw, bad)} in "
-                        f"{_rows(chunk, bad, first_row)}. Use numbers only.")
-    ok = ~np.isnan(num)
-    with np.errstate(invalid="ignore"):
-        if kind == "flag":
-            wrong = ok & (num != 0) & (num != 1)
-            rule = "a 0/1 flag has other values"
-            fix = "Use 0 or 1."
-        elif kind == "count":
-            wrong = ok & ((num < 0) | (num != np.floor(num)))
-            rule = "counts must be integers >= 0, found"
-            fix = "Use whole numbers >= 0."
-        else:
-            wrong = ok & ~np.isfinite(num)
-            rule = "infinite values"
-            fix = "Use finite numbers."
-    if wrong.any():
-        problems.append(f"column '{col}': {rule} {_values(raw, wrong)} in "
-                        f"{_rows(chunk, wrong, first_row)}. {fix}")
-    return problems
-
-
-def validate_chunk(chunk: pd.DataFrame, features: FeatureSet, path: Path, first_row: int,
-                   chunk_no: int) -> None:
-    """Check one chunk against the contract (ids and the model's feature columns).
-
-    Args:
-        chunk: The rows read from the file.
-        features: The model's feature set.
-        path: The input file (for the message).
-        first_row: 0-based position of the chunk's first row in the file.
-        chunk_no: 1-based chunk number (for the message).
-
-    Raises:
-        DataError: listing every problem of the chunk with file row numbers.
-    """
-    problems = []
-    ids = chunk[ID]
-    empty = (ids.isna() | (ids.astype(str).str.strip() == "")).to_numpy()
-    if empty.any():
-        problems.append(f"column '{ID}': empty values in {_rows(chunk, empty, first_row)}. "
-                        "Every session needs an id.")
-    for spec in features.columns:
-        problems += _feature_problems(chunk, spec, first_row)
-    if problems:
-        last = first_row + len(chunk)
-        problems.append(f"(found in chunk {chunk_no}, rows {first_row + 1}-{last}; nothing was "
-                        "written. Fix the rows and run again.)")
-        raise DataError(str(path), problems)
+    error = missing_columns_error(path, present, needed, model)
+    if error is not None:
+        raise error
 
 
 class OofLookup:

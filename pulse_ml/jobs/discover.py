@@ -70,9 +70,9 @@ def discover(s: DiscoverSettings) -> DiscoverResult:
     """Propose, aggregate, write and log features."""
     from pulse_ml.llm.cache import DiskCache
     from pulse_ml.llm.discovery import aggregate, propose, sample_conversations, to_markdown
-    from pulse_ml.llm.table_io import read_transcript_table
     from pulse_ml.registry.llm_runs import log_run
     from pulse_ml.registry.store import JUDGE_EXPERIMENT
+    from pulse_ml.sessions.readers import read_transcript_table
 
     frame = read_transcript_table(s.data_path, need_rating=False)
     sample = sample_conversations(frame, s.n_conversations, s.seed)

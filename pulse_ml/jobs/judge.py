@@ -77,9 +77,9 @@ def judge(s: JudgeSettings) -> JudgeResult:
     """
     from pulse_ml.llm.cache import DiskCache
     from pulse_ml.llm.judge import judge_metrics, judge_sessions
-    from pulse_ml.llm.table_io import read_transcript_table
     from pulse_ml.registry.llm_runs import config_json, llm_params, log_run
     from pulse_ml.registry.store import TRAIN_EXPERIMENT
+    from pulse_ml.sessions.readers import read_transcript_table
 
     frame = read_transcript_table(s.data_path, need_rating=True)
     if frame["rating"].notna().sum() == 0:

@@ -1,14 +1,23 @@
-"""Read a table from Parquet, CSV or JSONL (by extension) with clear errors."""
+"""Every table reader, with clear errors.
+
+Whole files (Parquet, CSV, JSONL by extension), streamed chunks for scoring, transcript tables
+for the LLM jobs, and the simulator's ground truth.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from pulse_ml.errors import DataError
 
+PARQUET = (".parquet", ".pq")
+CSV = (".csv",)
 READERS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl",
            ".ndjson": "jsonl"}
 
@@ -65,3 +74,85 @@ def load_ground_truth(data_path: str) -> dict[str, float]:
         return {k: float(v["effect"]) for k, v in effects.items()}
     except (ValueError, KeyError, TypeError):
         return {}
+
+
+def input_columns(path: Path) -> list[str]:
+    """Column names of a Parquet or CSV file, read from its footer or header only.
+
+    Raises:
+        DataError: missing/empty file, unsupported extension or unreadable header.
+    """
+    suffix = path.suffix.lower()
+    if suffix not in PARQUET + CSV:
+        raise DataError(str(path), [f"unsupported extension '{path.suffix or '(none)'}' for "
+                                    "scoring. Use a .parquet or .csv session table."])
+    if not path.is_file():
+        raise DataError(str(path), ["no such file. Check data.path."])
+    if path.stat().st_size == 0:
+        raise DataError(str(path), ["the file is empty. Expected a header and one row per "
+                                    "session."])
+    try:
+        if suffix in PARQUET:
+            return list(pq.ParquetFile(path).schema_arrow.names)
+        return [str(c) for c in pd.read_csv(path, nrows=0).columns]
+    except Exception as exc:  # noqa: BLE001 - any parser failure is the user's file
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataError(str(path), [f"cannot read the header: {reason[:200]}. Is the file "
+                                    "complete and really Parquet/CSV?"]) from None
+
+
+def count_rows(path: Path) -> int | None:
+    """Number of rows of a Parquet file from its footer (None for CSV: unknown up front)."""
+    if path.suffix.lower() in PARQUET:
+        return int(pq.ParquetFile(path).metadata.num_rows)
+    return None
+
+
+def iter_chunks(path: Path, columns: list[str], chunk_size: int) -> Iterator[pd.DataFrame]:
+    """Yield the chosen columns of the file in chunks of at most ``chunk_size`` rows.
+
+    Raises:
+        DataError: when the file cannot be parsed (truncated Parquet, malformed CSV line).
+    """
+    try:
+        yield from _read_chunks(path, columns, chunk_size)
+    except (pa.ArrowException, pd.errors.ParserError, UnicodeDecodeError, OSError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataError(str(path), [f"cannot be read: {reason[:200]}. Is the file complete and "
+                                    "well-formed?"]) from None
+
+
+def _read_chunks(path: Path, columns: list[str], chunk_size: int) -> Iterator[pd.DataFrame]:
+    if path.suffix.lower() in PARQUET:
+        pf = pq.ParquetFile(path)
+        try:
+            for batch in pf.iter_batches(batch_size=chunk_size, columns=columns):
+                yield batch.to_pandas()
+        finally:
+            pf.close()
+        return
+    with pd.read_csv(path, usecols=columns, chunksize=chunk_size,
+                     dtype={"session_id": str}) as reader:
+        yield from reader
+
+
+def read_transcript_table(path: str | Path, need_rating: bool) -> pd.DataFrame:
+    """Read a session table and check the columns LLM jobs use.
+
+    Raises:
+        DataError: unreadable file, missing ``session_id`` / ``transcript`` (/ ``rating``).
+    """
+    frame = read_frame(path)
+    need = ["session_id", "transcript"] + (["rating"] if need_rating else [])
+    missing = [c for c in need if c not in frame.columns]
+    if missing:
+        raise DataError(str(path), [
+            f"missing column(s) {', '.join(missing)}. LLM judges and discovery read the raw "
+            f"conversation: build the table with `pulse-ml extract` (it keeps a `transcript` "
+            f"column)."])
+    frame = frame.copy()
+    frame["session_id"] = frame["session_id"].astype(str)
+    frame["transcript"] = frame["transcript"].fillna("[]").astype(str)
+    if need_rating:
+        frame["rating"] = pd.to_numeric(frame["rating"], errors="coerce")
+    return frame

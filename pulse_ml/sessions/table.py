@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pulse_ml.errors import DataError
+from pulse_ml.errors import DataError, PulseError
 from pulse_ml.inference.case_studies import CaseStudy, resolve_case_studies
 from pulse_ml.sessions.feature_sets import FeatureSet
 from pulse_ml.sessions.readers import read_frame
@@ -26,13 +26,16 @@ MIN_LABELED_PER_ARM = 2
 _SHOW = 5
 
 
-def _where(frame: pd.DataFrame, mask: np.ndarray | pd.Series, values: bool = True) -> str:
-    """Describe the first offending rows: 1-based row number, session_id and value."""
+def _where(frame: pd.DataFrame, mask: np.ndarray | pd.Series, first_row: int = 0) -> str:
+    """Describe the first offending rows: 1-based file row number and session_id.
+
+    ``first_row`` is the 0-based file position of ``frame``'s first row (chunked reads).
+    """
     idx = np.flatnonzero(np.asarray(mask))
     parts = []
     for i in idx[:_SHOW]:
         sid = frame["session_id"].iloc[i] if "session_id" in frame else None
-        part = f"row {i + 1}"
+        part = f"row {first_row + i + 1}"
         if sid is not None and not pd.isna(sid):
             part += f" (session_id={sid})"
         parts.append(part)
@@ -60,13 +63,14 @@ def _check_columns(frame: pd.DataFrame, features: FeatureSet) -> list[str]:
     return problems
 
 
-def _numeric(frame: pd.DataFrame, col: str, problems: list[str]) -> pd.Series:
+def _numeric(frame: pd.DataFrame, col: str, problems: list[str],
+             first_row: int = 0) -> pd.Series:
     raw = frame[col]
     num = pd.to_numeric(raw, errors="coerce") if raw.dtype != bool else raw.astype(float)
     bad = num.isna() & raw.notna() & (raw.astype(str).str.strip() != "")
     if bad.any():
         problems.append(f"column '{col}': non-numeric values ({_bad_values(raw, bad)}) in "
-                        f"{_where(frame, bad)}. Use numbers only.")
+                        f"{_where(frame, bad, first_row)}. Use numbers only.")
     return num.astype(float)
 
 
@@ -80,12 +84,18 @@ def _check_rating(frame: pd.DataFrame, problems: list[str]) -> pd.Series:
     return rating
 
 
-def _check_feature(frame: pd.DataFrame, spec, problems: list[str]) -> pd.Series:
+def _check_feature(frame: pd.DataFrame, spec, problems: list[str],
+                   first_row: int = 0) -> pd.Series:
+    """Check one feature column by its kind, append problems, return the typed column."""
     col, kind = spec.name, spec.kind
     raw = frame[col]
     missing = raw.isna()
+
+    def where(mask) -> str:
+        return _where(frame, mask, first_row)
+
     if missing.any():
-        problems.append(f"column '{col}': empty/NaN values in {_where(frame, missing)}. Every "
+        problems.append(f"column '{col}': empty/NaN values in {where(missing)}. Every "
                         f"session needs a value for {kind} feature '{col}' (impute or drop those "
                         "rows).")
     if kind == "categorical":
@@ -94,30 +104,31 @@ def _check_feature(frame: pd.DataFrame, spec, problems: list[str]) -> pd.Series:
             unknown = ~missing & ~values.isin(spec.values).fillna(False).to_numpy()
             if unknown.any():
                 problems.append(f"column '{col}': unknown category value(s) "
-                                f"{_bad_values(raw, unknown)} in {_where(frame, unknown)}. "
+                                f"{_bad_values(raw, unknown)} in {where(unknown)}. "
                                 f"Allowed: {', '.join(spec.values)}.")
         return values.fillna("").astype(str)
-    num = _numeric(frame, col, problems)
+    num = _numeric(frame, col, problems, first_row)
     ok = num.notna()
     if kind == "flag":
         bad = ok & ~num.isin([0.0, 1.0])
         if bad.any():
             problems.append(f"column '{col}': a 0/1 flag has other values "
-                            f"({_bad_values(raw, bad)}) in {_where(frame, bad)}. Use 0 or 1.")
+                            f"({_bad_values(raw, bad)}) in {where(bad)}. Use 0 or 1.")
         return num.fillna(0).astype("int64")
     if kind == "count":
         neg = ok & (num < 0)
         if neg.any():
             problems.append(f"column '{col}': negative counts ({_bad_values(raw, neg)}) in "
-                            f"{_where(frame, neg)}. Counts are integers >= 0.")
+                            f"{where(neg)}. Counts are integers >= 0.")
         frac = ok & (num != np.floor(num))
         if frac.any():
             problems.append(f"column '{col}': non-integer counts ({_bad_values(raw, frac)}) in "
-                            f"{_where(frame, frac)}. Counts are integers >= 0.")
+                            f"{where(frac)}. Counts are integers >= 0.")
         return num.fillna(0).astype("int64")
     inf = ok & ~np.isfinite(num)
     if inf.any():
-        problems.append(f"column '{col}': infinite values in {_where(frame, inf)}.")
+        problems.append(f"column '{col}': infinite values in {where(inf)}. Use finite "
+                        "numbers.")
     return num
 
 
@@ -295,3 +306,50 @@ def load_sessions(
     """Read and validate a session table (see :func:`validate_frame`)."""
     frame = read_frame(path)
     return validate_frame(frame, str(Path(path)), features, configured, only)
+
+
+def missing_columns_error(path: str | Path, present: Iterable[str], needed: Iterable[str],
+                          model: str) -> PulseError | None:
+    """One error naming every column a model needs that the table lacks (None if complete)."""
+    present = [str(c) for c in present]
+    missing = [c for c in needed if c not in present]
+    if not missing:
+        return None
+    shown = ", ".join(present[:12]) + (" …" if len(present) > 12 else "")
+    return PulseError(
+        f"{path}: missing column(s) {', '.join(repr(c) for c in missing)} that {model} needs, "
+        "which the table lacks. Add them to the table (pulse-ml extract computes the standard "
+        "features) or "
+        f"rename the columns to these names, or use a model trained on another feature set; "
+        f"columns found: {shown or 'none'}.")
+
+
+def validate_chunk(chunk: pd.DataFrame, features: FeatureSet, path: str | Path,
+                   first_row: int, chunk_no: int) -> None:
+    """Check one chunk of a streamed table (ids and the model's feature columns).
+
+    The same column rules as :func:`validate_frame`, with file row numbers.
+
+    Args:
+        chunk: The rows read from the file.
+        features: The model's feature set.
+        path: The input file (for the message).
+        first_row: 0-based position of the chunk's first row in the file.
+        chunk_no: 1-based chunk number (for the message).
+
+    Raises:
+        DataError: listing every problem of the chunk.
+    """
+    problems: list[str] = []
+    ids = chunk["session_id"]
+    empty = (ids.isna() | (ids.astype(str).str.strip() == "")).to_numpy()
+    if empty.any():
+        problems.append(f"column 'session_id': empty values in "
+                        f"{_where(chunk, empty, first_row)}. Every session needs an id.")
+    for spec in features.columns:
+        _check_feature(chunk, spec, problems, first_row)
+    if problems:
+        last = first_row + len(chunk)
+        problems.append(f"(found in chunk {chunk_no}, rows {first_row + 1}-{last}; nothing was "
+                        "written. Fix the rows and run again.)")
+        raise DataError(str(path), problems)
