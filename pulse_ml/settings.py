@@ -7,7 +7,7 @@ share, so the feature-set and case-study keys are read the same way everywhere.
 from __future__ import annotations
 
 from pulse_ml.config import Node, names
-from pulse_ml.inference.case_studies import CaseStudy, load_configured
+from pulse_ml.sessions.case_studies import CaseStudy, load_configured
 from pulse_ml.sessions.feature_sets import FeatureSet, feature_set_from_mapping
 
 

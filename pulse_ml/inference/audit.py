@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from pulse_ml.inference.case_studies import CaseStudy
 from pulse_ml.inference.effects import InferenceSettings, arm_data, compare
+from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.table import SessionTable
 
 

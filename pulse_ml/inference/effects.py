@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from pulse_ml.errors import PulseError
-from pulse_ml.inference.case_studies import CaseStudy
+from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.table import SessionTable
 from pulse_ml.stats import compare_arms, compare_features, labeled_shift, permutation_pvalue
 from pulse_ml.stats.arm_effect import ArmComparison

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from pulse_ml.errors import PulseError
-from pulse_ml.inference.case_studies import CaseStudy
+from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.table import SessionTable, missing_columns_error, validate_frame
 
 # Options of the ``ppi.predictions`` setting (value -> meaning).

@@ -26,9 +26,9 @@ import yaml
 from numpy.typing import ArrayLike
 
 from pulse_ml.errors import PulseError
-from pulse_ml.inference.case_studies import CaseStudy
 from pulse_ml.inference.effects import InferenceSettings, arm_data, compare
 from pulse_ml.paths import catalog_dir
+from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.table import SessionTable
 
 ROW_KEYS = ("task_type", "benchmark", "delta_h_paper", "delta_b")

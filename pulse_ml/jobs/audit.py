@@ -19,9 +19,9 @@ from pathlib import Path
 from pulse_ml import settings as shared
 from pulse_ml.config import Node, choice, flag, number, require
 from pulse_ml.errors import PulseError
-from pulse_ml.inference.case_studies import CaseStudy
 from pulse_ml.inference.effects import CLUSTER_MODES, InferenceSettings
 from pulse_ml.inference.honest import PREDICTION_MODES, honest_data
+from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.readers import load_ground_truth, read_frame
 
 REFERENCES = {"all_labels": "the estimate with every label",

@@ -87,9 +87,9 @@ def settings_from_config(cfg: Node) -> BenchmarksJob:
 
 def _model_deltas(job: BenchmarksJob, comparisons: list[BenchmarkComparison]):
     """Delta_H per row (and per category) from the session table and the registered model."""
-    from pulse_ml.inference.case_studies import load_configured
     from pulse_ml.inference.honest import honest_data
     from pulse_ml.registry import models
+    from pulse_ml.sessions.case_studies import load_configured
     from pulse_ml.sessions.readers import read_frame
 
     raw = read_frame(job.data_path)

@@ -31,7 +31,6 @@ import pandas as pd
 from pulse_ml import settings as shared
 from pulse_ml.config import Node, choice, flag, number
 from pulse_ml.errors import PulseError
-from pulse_ml.inference.case_studies import CaseStudy
 from pulse_ml.inference.effects import (
     CLUSTER_MODES,
     CaseStudyResult,
@@ -41,6 +40,7 @@ from pulse_ml.inference.effects import (
 )
 from pulse_ml.inference.honest import PREDICTION_MODES, honest_data
 from pulse_ml.report.tables import markdown_table, text_table
+from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.readers import load_ground_truth, read_frame
 
 IN_SAMPLE_WARNING = ("WARNING: ppi.predictions=in_sample predicts labeled sessions with a model "

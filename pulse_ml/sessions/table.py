@@ -17,12 +17,15 @@ import numpy as np
 import pandas as pd
 
 from pulse_ml.errors import DataError, PulseError
-from pulse_ml.inference.case_studies import CaseStudy, resolve_case_studies
+from pulse_ml.sessions.case_studies import (  # noqa: F401 - MIN_LABELED_PER_ARM re-exported
+    MIN_LABELED_PER_ARM,
+    CaseStudy,
+    check_case_studies,
+)
 from pulse_ml.sessions.feature_sets import FeatureSet
 from pulse_ml.sessions.readers import read_frame
 
 REQUIRED = ("session_id", "condition", "rating")
-MIN_LABELED_PER_ARM = 2
 _SHOW = 5
 
 
@@ -247,7 +250,7 @@ def validate_frame(
         if col not in out.columns:
             out[col] = frame[col].to_numpy()
 
-    studies, notes = _check_case_studies(out, frame, configured or {}, only, problems)
+    studies, notes = check_case_studies(out, configured or {}, only, problems)
     if "user_id" not in frame.columns and studies:
         notes.append("no user_id column: every session counts as its own user (sessions of one "
                      "user are correlated; add user_id for cluster-robust intervals).")
@@ -255,41 +258,6 @@ def validate_frame(
         raise DataError(path, problems)
     return SessionTable(frame=out, path=path, features=features,
                         case_studies=tuple(studies), notes=tuple(notes))
-
-
-def _check_case_studies(out, frame, configured, only, problems) -> tuple[list, list]:
-    present = out.loc[out["case_study"] != "", ["case_study", "condition"]]
-    conds = {name: sorted(g["condition"].unique()) for name, g in present.groupby("case_study")}
-    wanted = list(only) if only is not None else None
-    if wanted is not None:
-        absent = [w for w in wanted if w not in conds]
-        if absent:
-            problems.append(f"column 'case_study': case study {', '.join(map(repr, absent))} not "
-                            f"in the data (present: {', '.join(conds) or 'none'}). Fix the name "
-                            "or the `case_studies` setting.")
-        conds = {k: v for k, v in conds.items() if k in wanted}
-    studies, notes = resolve_case_studies(configured, conds)
-    labeled = out["rating"].notna()
-    for study in studies:
-        in_study = out["case_study"] == study.name
-        for role, arm in (("control", study.control), ("treatment", study.treatment)):
-            rows = in_study & (out["condition"] == arm)
-            n_lab = int((rows & labeled).sum())
-            if not rows.any():
-                problems.append(f"column 'condition': case study '{study.name}' has no session "
-                                f"with its {role} condition '{arm}' (conditions present: "
-                                f"{', '.join(conds.get(study.name, []))}). Fix the data or "
-                                f"conf/catalog/case_studies/{study.name}.yaml.")
-            elif n_lab < MIN_LABELED_PER_ARM:
-                problems.append(f"column 'rating': case study '{study.name}', {role} arm "
-                                f"'{arm}' has {n_lab} labeled session(s); at least "
-                                f"{MIN_LABELED_PER_ARM} rated sessions per arm are needed "
-                                "for an interval. Collect ratings or drop the case study.")
-        extra = set(conds.get(study.name, [])) - {study.control, study.treatment}
-        if study.configured and extra:
-            notes.append(f"case study '{study.name}': sessions with condition(s) "
-                         f"{', '.join(sorted(extra))} are ignored.")
-    return studies, notes
 
 
 def read_table(path: str | Path) -> pd.DataFrame:

@@ -6,10 +6,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
 import yaml
 
 from pulse_ml.errors import PulseError
 from pulse_ml.paths import catalog_dir
+
+MIN_LABELED_PER_ARM = 2
 
 
 @dataclass(frozen=True)
@@ -104,3 +107,50 @@ def resolve_case_studies(
     order = {n: i for i, n in enumerate(configured)}
     out.sort(key=lambda s: (order.get(s.name, len(order)), s.name))
     return out, notes
+
+
+def check_case_studies(out: pd.DataFrame, configured: Mapping[str, CaseStudy],
+                       only: Iterable[str] | None, problems: list[str]) -> tuple[list, list]:
+    """Resolve the two-arm case studies of a typed table and check each arm has labels.
+
+    Args:
+        out: The typed frame (``case_study``, ``condition``, ``rating``).
+        configured: Configured case studies by name.
+        only: Restrict to these names; ``[]`` = no case study (e.g. for training).
+        problems: Problems found are appended here (one message for the whole table).
+
+    Returns:
+        ``(studies, notes)``.
+    """
+    present = out.loc[out["case_study"] != "", ["case_study", "condition"]]
+    conds = {name: sorted(g["condition"].unique()) for name, g in present.groupby("case_study")}
+    wanted = list(only) if only is not None else None
+    if wanted is not None:
+        absent = [w for w in wanted if w not in conds]
+        if absent:
+            problems.append(f"column 'case_study': case study {', '.join(map(repr, absent))} not "
+                            f"in the data (present: {', '.join(conds) or 'none'}). Fix the name "
+                            "or the `case_studies` setting.")
+        conds = {k: v for k, v in conds.items() if k in wanted}
+    studies, notes = resolve_case_studies(configured, conds)
+    labeled = out["rating"].notna()
+    for study in studies:
+        in_study = out["case_study"] == study.name
+        for role, arm in (("control", study.control), ("treatment", study.treatment)):
+            rows = in_study & (out["condition"] == arm)
+            n_lab = int((rows & labeled).sum())
+            if not rows.any():
+                problems.append(f"column 'condition': case study '{study.name}' has no session "
+                                f"with its {role} condition '{arm}' (conditions present: "
+                                f"{', '.join(conds.get(study.name, []))}). Fix the data or "
+                                f"conf/catalog/case_studies/{study.name}.yaml.")
+            elif n_lab < MIN_LABELED_PER_ARM:
+                problems.append(f"column 'rating': case study '{study.name}', {role} arm "
+                                f"'{arm}' has {n_lab} labeled session(s); at least "
+                                f"{MIN_LABELED_PER_ARM} rated sessions per arm are needed "
+                                "for an interval. Collect ratings or drop the case study.")
+        extra = set(conds.get(study.name, [])) - {study.control, study.treatment}
+        if study.configured and extra:
+            notes.append(f"case study '{study.name}': sessions with condition(s) "
+                         f"{', '.join(sorted(extra))} are ignored.")
+    return studies, notes
