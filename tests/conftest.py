@@ -13,9 +13,26 @@ import pytest
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+# libgomp spins idle threads by default; with 2 cores and parallel work that stalls fits.
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
+
+
+SLOW_FOLDERS = ("jobs",)  # CLI and end-to-end tests: subprocesses, real stores, minutes in all
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark tests under ``tests/jobs/`` (and any test using the ``cli`` fixture) as slow.
+
+    ``pytest -m "not slow"`` is the inner loop: unit tests that import modules directly.
+    """
+    root = Path(__file__).resolve().parent
+    for item in items:
+        parts = Path(str(item.fspath)).resolve().relative_to(root).parts
+        if parts[0] in SLOW_FOLDERS or "cli" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,6 @@ import pytest
 from pulse_ml.config import compose
 from pulse_ml.errors import PulseError
 from pulse_ml.jobs import train
-from pulse_ml.registry import promotion
 from pulse_ml.registry import store as tracking
 
 FAST = ["tuning.n_trials=3", "progress=false"]
@@ -20,16 +19,6 @@ FAST = ["tuning.n_trials=3", "progress=false"]
 
 def _train(small_demo, *overrides):
     return train.run(compose("train", [f"data.path={small_demo}", *FAST, *overrides]))
-
-
-def test_should_promote_rules():
-    assert promotion.should_promote("cv_mse", 1.0, "a", None, None)[0]
-    assert promotion.should_promote("cv_mse", 1.0, "a", 1.2, "a")[0]
-    assert not promotion.should_promote("cv_mse", 1.3, "a", 1.2, "a")[0]
-    assert not promotion.should_promote("cv_mse", 1.2, "a", 1.2, "a")[0]
-    assert promotion.should_promote("cv_pearson", 0.3, "a", 0.2, "a")[0]
-    ok, why = promotion.should_promote("cv_mse", 0.1, "b", 1.2, "a")
-    assert not ok and "other data" in why
 
 
 def test_register_promote_and_load_in_fresh_process(small_demo, pulse_home):
