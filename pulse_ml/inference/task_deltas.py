@@ -16,229 +16,23 @@ control-variance term.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
-from numpy.typing import ArrayLike
 
 from pulse_ml.errors import PulseError
 from pulse_ml.inference.effects import InferenceSettings, arm_data, compare
-from pulse_ml.paths import catalog_dir
+from pulse_ml.inference.task_catalogue import (  # noqa: F401 - re-exported
+    BenchmarkComparison,
+    BenchmarkRow,
+    comparison_from_mapping,
+    load_comparisons,
+)
 from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.table import SessionTable
-
-ROW_KEYS = ("task_type", "benchmark", "delta_h_paper", "delta_b")
-
-
-@dataclass(frozen=True)
-class BenchmarkRow:
-    """One task type of a comparison.
-
-    Attributes:
-        task_type: Human-readable task type (e.g. "Fix Codebase Issues").
-        benchmark: Benchmark standing for that task type (e.g. "SWE-Bench").
-        delta_h_paper: Delta_H printed in the paper, % (NaN when unknown).
-        delta_b: Benchmark delta, % (treatment - control).
-        categories: Session-table category values forming the human subset (empty = none fits).
-    """
-
-    task_type: str
-    benchmark: str
-    delta_h_paper: float
-    delta_b: float
-    categories: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class BenchmarkComparison:
-    """Benchmark deltas of one case study (one YAML file of ``conf/catalog/task_benchmarks/``).
-
-    Attributes:
-        name: Comparison name (file stem by default).
-        case_study: Case study (``case_study`` column value) whose arms are compared.
-        rows: Task-type rows.
-        description: One line for humans.
-        paper_pearson_printed: Correlation printed under the paper's table (or None).
-        paper_pearson_text: Correlation quoted in the paper's text, when different (or None).
-    """
-
-    name: str
-    case_study: str
-    rows: tuple[BenchmarkRow, ...]
-    description: str = ""
-    paper_pearson_printed: float | None = None
-    paper_pearson_text: float | None = None
-
-
-@dataclass(frozen=True)
-class Correlation:
-    """Pearson r between Delta_H and Delta_B with a percentile bootstrap interval.
-
-    Attributes:
-        r: Pearson correlation of the rows (NaN with fewer than 3 rows or no variance).
-        ci_lower: Lower end of the bootstrap interval.
-        ci_upper: Upper end of the bootstrap interval.
-        n_points: Rows used.
-        n_boot: Resamples drawn.
-        n_boot_valid: Resamples with variance in both columns (others have no r).
-    """
-
-    r: float
-    ci_lower: float
-    ci_upper: float
-    n_points: int
-    n_boot: int
-    n_boot_valid: int
-
-
-def _float_or_none(value, where: str) -> float | None:
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise PulseError(f"{where}: '{value}' is not a number.") from None
-
-
-def comparison_from_mapping(node: Mapping, source: str, default_name: str = "") -> \
-        BenchmarkComparison:
-    """Build a :class:`BenchmarkComparison` from a parsed YAML mapping.
-
-    Args:
-        node: The mapping (keys ``name``, ``case_study``, ``rows``, optional ``description``,
-            ``paper_pearson_printed``, ``paper_pearson_text``).
-        source: File name used in error messages.
-        default_name: Name when the mapping has none.
-
-    Raises:
-        PulseError: naming the file, row and key that are wrong.
-    """
-    name = str(node.get("name") or default_name)
-    rows_node = node.get("rows")
-    if not name or not isinstance(rows_node, list) or not rows_node:
-        raise PulseError(f"{source}: a benchmark comparison needs `name` and a non-empty list "
-                         "`rows` (task_type, benchmark, delta_h_paper, delta_b, categories).")
-    rows = []
-    for i, row in enumerate(rows_node, start=1):
-        missing = [k for k in ROW_KEYS if not isinstance(row, Mapping) or k not in row]
-        if missing:
-            raise PulseError(f"{source}: rows[{i}] lacks key(s) {', '.join(missing)}. Each row "
-                             "needs task_type, benchmark, delta_h_paper (null if unknown), "
-                             "delta_b and optionally categories.")
-        d_h = _float_or_none(row["delta_h_paper"], f"{source}: rows[{i}].delta_h_paper")
-        d_b = _float_or_none(row["delta_b"], f"{source}: rows[{i}].delta_b")
-        if d_b is None:
-            raise PulseError(f"{source}: rows[{i}].delta_b is empty; give the benchmark delta "
-                             "in %.")
-        cats = row.get("categories") or []
-        if isinstance(cats, str):
-            cats = [cats]
-        rows.append(BenchmarkRow(str(row["task_type"]), str(row["benchmark"]),
-                                 math.nan if d_h is None else d_h, d_b,
-                                 tuple(str(c) for c in cats)))
-    return BenchmarkComparison(
-        name=name, case_study=str(node.get("case_study") or name), rows=tuple(rows),
-        description=str(node.get("description") or ""),
-        paper_pearson_printed=_float_or_none(node.get("paper_pearson_printed"),
-                                             f"{source}: paper_pearson_printed"),
-        paper_pearson_text=_float_or_none(node.get("paper_pearson_text"),
-                                          f"{source}: paper_pearson_text"))
-
-
-def load_comparisons(selected: Sequence[str] | None = None) -> list[BenchmarkComparison]:
-    """Read comparisons: shipped catalogue files by name, or YAML files by path.
-
-    Args:
-        selected: Names of shipped comparisons or paths to YAML files; ``None`` = every shipped
-            comparison.
-
-    Raises:
-        PulseError: unknown name, missing file or malformed YAML.
-    """
-    folder = catalog_dir("task_benchmarks")
-    shipped = {p.stem: p for p in sorted(folder.glob("*.y*ml"))}
-    if selected is None:
-        paths = list(shipped.values())
-    else:
-        paths = []
-        for item in selected:
-            if item in shipped:
-                paths.append(shipped[item])
-            elif Path(item).expanduser().is_file():
-                paths.append(Path(item).expanduser())
-            else:
-                raise PulseError(f"comparisons: '{item}' is neither a shipped comparison "
-                                 f"({', '.join(shipped) or 'none'}) nor an existing YAML file.")
-    out = []
-    for path in paths:
-        try:
-            node = yaml.safe_load(path.read_text()) or {}
-        except yaml.YAMLError as exc:
-            raise PulseError(f"{path}: not valid YAML ({str(exc).splitlines()[0]}).") from None
-        if not isinstance(node, Mapping):
-            raise PulseError(f"{path}: expected a mapping with name, case_study and rows.")
-        out.append(comparison_from_mapping(node, str(path), default_name=path.stem))
-    return out
-
-
-def pearson(x: ArrayLike, y: ArrayLike) -> float:
-    """Pearson correlation of two equal-length vectors (NaN if either has no variance)."""
-    r = _pearson_rows(np.asarray(x, float)[None, :], np.asarray(y, float)[None, :])
-    return float(r[0])
-
-
-def _pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Row-wise Pearson r of two (B, k) arrays; NaN where a row has no variance."""
-    xc = x - x.mean(axis=1, keepdims=True)
-    yc = y - y.mean(axis=1, keepdims=True)
-    sxx = np.einsum("ij,ij->i", xc, xc)
-    syy = np.einsum("ij,ij->i", yc, yc)
-    sxy = np.einsum("ij,ij->i", xc, yc)
-    den = np.sqrt(sxx * syy)
-    tiny = 1e-12 * np.maximum(1.0, np.sqrt(np.einsum("ij,ij->i", x, x) * np.einsum(
-        "ij,ij->i", y, y)))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = np.where(den > tiny, sxy / np.where(den > 0, den, 1.0), np.nan)
-    return np.clip(r, -1.0, 1.0)
-
-
-def pearson_bootstrap(x: ArrayLike, y: ArrayLike, n_boot: int = 10_000, alpha: float = 0.05,
-                      seed: int = 0) -> Correlation:
-    """Pearson r with a percentile bootstrap interval over the (x, y) pairs.
-
-    All ``n_boot`` resamples are drawn at once (a ``(n_boot, k)`` index array); resamples in
-    which x or y has no variance (e.g. one row drawn k times) have no r and are left out
-    (``n_boot_valid`` says how many remain).
-
-    Args:
-        x: Delta_H per row, shape (k,).
-        y: Delta_B per row, shape (k,).
-        n_boot: Number of resamples.
-        alpha: Error level of the two-sided interval.
-        seed: Seed of the resampling (same seed -> same interval).
-
-    Returns:
-        The :class:`Correlation`; NaNs when fewer than 3 rows.
-    """
-    xv, yv = np.asarray(x, float), np.asarray(y, float)
-    if xv.shape != yv.shape or xv.ndim != 1:
-        raise ValueError(f"x and y must be vectors of equal length, got {xv.shape}, {yv.shape}")
-    k = xv.size
-    if k < 3:
-        return Correlation(math.nan, math.nan, math.nan, k, 0, 0)
-    r = pearson(xv, yv)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, k, size=(n_boot, k))
-    rs = _pearson_rows(xv[idx], yv[idx])
-    rs = rs[np.isfinite(rs)]
-    if rs.size == 0:
-        return Correlation(r, math.nan, math.nan, k, n_boot, 0)
-    lo, hi = np.quantile(rs, [alpha / 2, 1 - alpha / 2])
-    return Correlation(r, float(lo), float(hi), k, n_boot, int(rs.size))
+from pulse_ml.stats.correlation import Correlation, pearson, pearson_bootstrap  # noqa: F401
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from pulse_ml.cli import VERBS
 
 
@@ -61,3 +63,25 @@ def test_configs_ship_inside_the_package():
         assert (packaged / name).read_text() == (repo / "conf" / name).read_text()
     data = tomllib.loads((repo / "pyproject.toml").read_text())
     assert "_conf/**/*.yaml" in data["tool"]["setuptools"]["package-data"]["pulse_ml"]
+
+
+@pytest.mark.parametrize("verb,override,message", [
+    ("train", "tuning.n_trials=abc", "tuning.n_trials='abc' is not a whole number"),
+    ("train", "seed=abc", "seed='abc' is not a whole number"),
+    ("train", "cv.n_splits=1", "cv.n_splits=1 is out of range"),
+    ("infer", "alpha=2", "alpha=2 is out of range"),
+    ("plan", "effect=big", "effect='big' is not a number"),
+])
+def test_bad_numbers_name_the_key_exit_2(verb, override, message, pulse_home, cli):
+    res = cli(verb, override)
+    assert res.returncode == 2, res.stderr
+    assert message in res.stderr and "Traceback" not in res.stderr
+    assert "failed unexpectedly" not in res.stderr
+
+
+def test_debug_keeps_the_cause_chain(small_demo, pulse_home, cli):
+    res = cli("train", f"data.path={small_demo}", "model=mean", "tuning.n_trials=1",
+              "progress=false", "+model.estimator.not_a_param=1",
+              env={"PULSE_DEBUG": "1"})
+    assert res.returncode == 2
+    assert "Traceback" in res.stderr and "not_a_param" in res.stderr
