@@ -1,1 +1,4 @@
-"""One module per CLI verb: its docstring is the ``--help`` text and it exposes ``run(cfg)``."""
+"""Jobs: one thin module per CLI verb (config → settings → stage call → report → registry).
+
+Each module's docstring is its ``--help`` text; it exposes ``settings_from_config`` and ``run``.
+"""

@@ -1,1 +1,4 @@
-"""Calibrated demo data: a session table, its ground truth and optional OpenHands event streams."""
+"""Simulate: calibrated demo data (a session table, its ground truth, OpenHands-style events).
+
+A source of session tables, like ``extract``; the statistics are checked against its truth.
+"""
