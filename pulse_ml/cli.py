@@ -74,7 +74,11 @@ def main(argv: list[str] | None = None) -> None:
         return
     verb, rest = args[0], args[1:]
     if verb not in VERBS:
-        print(f"pulse-ml: unknown verb '{verb}'.\n\n{_usage()}", file=sys.stderr)
+        import difflib
+
+        close = difflib.get_close_matches(verb, list(VERBS), n=1)
+        hint = f" Did you mean '{close[0]}'?" if close else ""
+        print(f"pulse-ml: unknown verb '{verb}'.{hint}\n\n{_usage()}", file=sys.stderr)
         sys.exit(2)
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

@@ -141,10 +141,11 @@ def compose(verb: str, overrides: list[str] | None = None,
                                    job_name=verb):
             cfg = hydra_compose(config_name=verb, overrides=kept)
     except (HydraException, OmegaConfBaseException) as exc:
-        message = str(exc).strip() or repr(exc)
+        message = (str(exc).strip() or repr(exc)).split("\nConfig search path:")[0].rstrip()
+        hint = _did_you_mean(verb, message, kept)
         raise PulseError(f"pulse-ml {verb}: cannot compose the config: {message}\n"
-                         f"  Check the override spelling; `pulse-ml {verb} --help` shows the "
-                         f"keys and groups.") from exc
+                         f"{hint}  Check the override spelling; `pulse-ml {verb} --help` shows "
+                         f"the keys and groups.") from exc
     finally:
         GlobalHydra.instance().clear()
     OmegaConf.set_struct(cfg, False)
@@ -158,6 +159,38 @@ def compose(verb: str, overrides: list[str] | None = None,
         raise PulseError(f"pulse-ml {verb}: a config value is missing or wrong: {exc}") from exc
     data.update(_plain(dict(extra or {})))
     return Node(data)
+
+
+def _flat_keys(data: Mapping[str, Any], prefix: str = "") -> list[str]:
+    out = []
+    for key, value in data.items():
+        out.append(f"{prefix}{key}")
+        if isinstance(value, Mapping):
+            out += _flat_keys(value, f"{prefix}{key}.")
+    return out
+
+
+def _did_you_mean(verb: str, message: str, overrides: list[str]) -> str:
+    """A "did you mean" line for a misspelled key or group option ("" when none is close)."""
+    import re
+
+    option = re.search(r"Could not find '([^'/]+)/([^']+)'", message)
+    if option:
+        group, value = option.groups()
+        known = sorted(p.stem for p in (conf_dir() / group).glob("*.yaml"))
+        close = difflib.get_close_matches(value, known, n=1, cutoff=0.5)
+        return f"  Did you mean {group}={close[0]}?\n" if close else ""
+    key = re.search(r"Could not override '([^']+)'|Key '([^']+)' is not in struct", message)
+    if not key:
+        return ""
+    wrong = key.group(1) or key.group(2)
+    try:
+        rest = [o for o in overrides if not o.lstrip("+~").startswith(f"{wrong}=")]
+        known = _flat_keys(compose(verb, rest).to_dict())
+    except PulseError:
+        return ""
+    close = difflib.get_close_matches(wrong, known, n=1, cutoff=0.6)
+    return f"  Did you mean {close[0]}?\n" if close else ""
 
 
 def to_yaml(cfg: Node | Mapping[str, Any]) -> str:

@@ -85,3 +85,15 @@ def test_debug_keeps_the_cause_chain(small_demo, pulse_home, cli):
               env={"PULSE_DEBUG": "1"})
     assert res.returncode == 2
     assert "Traceback" in res.stderr and "not_a_param" in res.stderr
+
+
+@pytest.mark.parametrize("args,hint", [
+    (["trian"], "Did you mean 'train'?"),
+    (["train", "model=lightgbn"], "Did you mean model=lightgbm?"),
+    (["train", "tuning.ntrials=5"], "Did you mean tuning.n_trials?"),
+])
+def test_typos_get_did_you_mean(args, hint, pulse_home, cli):
+    res = cli(*args)
+    assert res.returncode == 2 and hint in res.stderr and "Traceback" not in res.stderr
+    if "model=" in args[-1]:
+        assert "Available options in 'model'" in res.stderr  # Hydra's list is kept
