@@ -61,6 +61,7 @@ class InferJob:
     log_mlflow: bool
     case_studies: dict[str, CaseStudy]
     only: list[str] | None
+    print_table: bool = True  # pipeline prints it once, in its summary
 
 
 def settings_from_config(cfg: Node) -> InferJob:
@@ -79,8 +80,10 @@ def settings_from_config(cfg: Node) -> InferJob:
 
 
 def write_outputs(job: InferJob, effects: pd.DataFrame, results: list[CaseStudyResult],
-                  meta: dict, truth: dict[str, float]) -> list[Path]:
-    """effects.{json,csv,md}, forest.png, features.csv, label_shift.csv."""
+                  meta: dict, truth: dict[str, float],
+                  lineage: dict | None = None) -> list[Path]:
+    """effects.{json,csv,md}, forest.png, features.csv, label_shift.csv, report.html."""
+    from pulse_ml.report.html import inference_report
     from pulse_ml.report.plots import forest_plot
 
     out = job.output
@@ -92,14 +95,21 @@ def write_outputs(job: InferJob, effects: pd.DataFrame, results: list[CaseStudyR
     if job.mode == "in_sample":
         header += f"> {IN_SAMPLE_WARNING}\n\n"
     (out / "effects.md").write_text(header + markdown_table(effects, 4) + "\n")
-    forest_plot(effects, out / "forest.png", truth or None)
+    forest_plot(effects, out / "forest.png", truth or None,
+                title=f"Effects in {Path(job.data_path).name} (treatment − control)",
+                subtitle=f"model {meta['model']} (v{meta['model_version']}, "
+                         f"{meta['model_family']}), {job.mode} predictions",
+                invalid=job.mode == "in_sample")
     feats = pd.concat([r.features for r in results], ignore_index=True)
     feats.to_csv(out / "features.csv", index=False)
     shifts = [r.shift for r in results if len(r.shift)]
     shift = pd.concat(shifts, ignore_index=True) if shifts else pd.DataFrame()
     shift.to_csv(out / "label_shift.csv", index=False)
+    inference_report(out / "report.html", effects, meta, lineage or {}, out / "forest.png",
+                     feats, shift, valid=job.mode != "in_sample",
+                     invalid_reason=IN_SAMPLE_WARNING)
     return [out / n for n in ("effects.json", "effects.csv", "effects.md", "forest.png",
-                              "features.csv", "label_shift.csv")]
+                              "features.csv", "label_shift.csv", "report.html")]
 
 
 def log_run(job: InferJob, effects: pd.DataFrame, files: list[Path], version, meta) -> str:
@@ -125,19 +135,37 @@ def log_run(job: InferJob, effects: pd.DataFrame, files: list[Path], version, me
 
 
 def printable(effects: pd.DataFrame, truth: dict[str, float]) -> pd.DataFrame:
-    """The terminal view: fewer columns, the ground truth beside when known."""
-    view = effects[["case_study", "estimator", "effect", "ci_lower", "ci_upper", "ci_width",
-                    "significant", "ci_reduction_pct", "p_value", "n_labeled_control",
-                    "n_labeled_treatment", "n_unlabeled_control",
-                    "n_unlabeled_treatment"]].copy()
-    view = view.rename(columns={"ci_reduction_pct": "ci_red_%", "n_labeled_control": "n_c",
-                                "n_labeled_treatment": "n_t", "n_unlabeled_control": "N_c",
-                                "n_unlabeled_treatment": "N_t"})
+    """The terminal view (fits 100 columns): effect [CI] per estimator, CI reduction, p, labels.
+
+    Every column is in ``effects.csv``; here the CI reduction is blank on naive rows (it does not
+    apply) and labels read ``control/treatment``. With simulated data the true effect and
+    whether the interval covers it are shown beside.
+    """
+    view = pd.DataFrame({
+        "case_study": effects["case_study"], "estimator": effects["estimator"],
+        "effect [95% CI]": [f"{e:+.3f} [{lo:+.3f}, {hi:+.3f}]" for e, lo, hi in
+                            zip(effects["effect"], effects["ci_lower"], effects["ci_upper"],
+                                strict=True)],
+        "ci_red_%": effects["ci_reduction_pct"].where(effects["estimator"] == "augmented"),
+        "p": effects["p_value"],
+        "labels": [f"{c}/{t}" for c, t in zip(effects["n_labeled_control"],
+                                              effects["n_labeled_treatment"], strict=True)],
+    })
     if truth:
-        view["true_effect"] = view["case_study"].map(truth)
-        view["covers_truth"] = (view["ci_lower"] <= view["true_effect"]) & (
-            view["true_effect"] <= view["ci_upper"])
+        true = effects["case_study"].map(truth)
+        view["truth"] = true
+        view["covers"] = (effects["ci_lower"] <= true) & (true <= effects["ci_upper"])
     return view
+
+
+def _printer(width: int = 100):
+    """print() that wraps long lines at ``width`` with a hanging indent."""
+    import textwrap
+
+    def say(line: str) -> None:
+        print(textwrap.fill(line, width, subsequent_indent="  ", break_on_hyphens=False))
+
+    return say
 
 
 def run(cfg: Node) -> pd.DataFrame:
@@ -172,22 +200,37 @@ def run_settings(job: InferJob) -> pd.DataFrame:
             if job.mode == "crossfit" else None,
             "notes": list(table.notes) + honesty_notes, "true_effects": truth or None,
             "valid_intervals": job.mode == "crossfit"}
-    files = write_outputs(job, effects, results, meta, truth)
+    tags = {} if version is None else dict(version.tags or {})
+    lineage = {"model_uri": job.model_uri, "version": meta["model_version"],
+               "family": ensemble.family, "feature_set": ensemble.features.name,
+               "data_fingerprint": tags.get("data_fingerprint", ""),
+               **{k: tags[k] for k in ("cv_mse", "cv_mae", "cv_pearson", "git_commit")
+                  if k in tags}}
+    files = write_outputs(job, effects, results, meta, truth, lineage)
     run_id = log_run(job, effects, files, version, meta) if job.log_mlflow else None
-    print(f"model {job.model_uri} (version {meta['model_version']}, {ensemble.family}, features "
-          f"'{ensemble.features.name}'); {job.mode} predictions "
-          f"({n_oof} labeled sessions got their out-of-fold prediction)")
-    print(text_table(printable(effects, truth), digits=3))
+    say = _printer()
+    say(f"model {job.model_uri} (version {meta['model_version']}, {ensemble.family}, features "
+        f"'{ensemble.features.name}'); {job.mode} predictions ({n_oof} labeled sessions got "
+        "their out-of-fold prediction)")
+    if job.print_table:
+        print(text_table(printable(effects, truth), digits=3))
     for note in (*table.notes, *honesty_notes):
-        print(f"note: {note}")
-    for r in results:
-        big = r.shift[r.shift["large"]] if len(r.shift) else r.shift
-        for row in big.itertuples(index=False):
-            print(f"warning: {r.study.name}: labeled sessions differ from unlabeled ones in "
-                  f"'{row.feature}' (rank-biserial {row.rank_biserial:+.2f}); PPI assumes they "
-                  "are alike — see label_shift.csv.")
-    print(f"\nwritten to {job.output}: " + ", ".join(f.name for f in files)
-          + (f"\nMLflow run {run_id} in experiment pulse-infer" if run_id else ""))
+        say(f"note: {note}")
+    shifted = [(r.study.name, row) for r in results if len(r.shift)
+               for row in r.shift[r.shift["large"]].itertuples(index=False)]
+    if shifted and truth:  # simulated data: the simulator makes this shift on purpose
+        cols = sorted({row.feature for _, row in shifted})
+        say(f"note: as in the paper, rated demo sessions have more user messages, so "
+            f"{len(shifted)} case stud{'y' if len(shifted) == 1 else 'ies'} show a "
+            f"labeled-vs-unlabeled shift in {', '.join(cols)} (expected; see label_shift.csv).")
+    else:
+        for name, row in shifted:
+            say(f"warning: {name}: labeled sessions differ from unlabeled ones in "
+                f"'{row.feature}' (rank-biserial {row.rank_biserial:+.2f}); PPI assumes they "
+                "are alike — see label_shift.csv.")
+    say(f"written to {job.output}: " + ", ".join(f.name for f in files))
+    if run_id:
+        say(f"MLflow run {run_id} in experiment pulse-infer")
     if job.mode == "in_sample":
         print(IN_SAMPLE_WARNING)
     return effects

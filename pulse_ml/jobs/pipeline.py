@@ -58,7 +58,7 @@ def run(cfg: Node) -> dict:
         results.append(train_job.run_settings(replace(base, model=spec,
                                                       simulate_if_missing=False)))
     print("\n== infer with the champion")
-    effects = infer_job.run_settings(infer_settings)
+    effects = infer_job.run_settings(replace(infer_settings, print_table=False))
     fams = pd.DataFrame([{
         "family": r.family, "features": r.feature_set, "trials": r.n_trials,
         "cv_mse": r.metrics.mse, "cv_mae": r.metrics.mae, "cv_pearson": r.metrics.pearson,

@@ -19,31 +19,55 @@ def pyplot():
 
 
 def forest_plot(effects: pd.DataFrame, path: Path, truth: dict[str, float] | None = None,
-                title: str = "Effect of each design change (treatment - control)") -> None:
-    """Naive vs augmented effect with its CI per case study (one row each, shared x axis)."""
+                title: str = "Effect of each design change (treatment - control)",
+                subtitle: str | None = None, invalid: bool = False) -> None:
+    """Naive vs augmented (PPI++) effect with its CI per case study, numbers printed beside.
+
+    Each row is labeled "treatment − control" with the arm names; a filled marker means the
+    interval excludes 0. ``invalid`` (in-sample predictions) watermarks the figure NOT VALID.
+    """
     plt = pyplot()
     studies = list(dict.fromkeys(effects["case_study"]))
-    fig, ax = plt.subplots(figsize=(7.5, 1.1 + 0.8 * len(studies)))
-    styles = {"naive": ("#7f7f7f", -0.15, "naive (labeled only)"),
-              "augmented": ("#1f77b4", 0.15, "PPI++ (with predictions)")}
+    height = 2.2 + 0.9 * len(studies)
+    fig, ax = plt.subplots(figsize=(10.5, height))
+    styles = {"naive": ("#7f7f7f", -0.17, "naive (labeled sessions only)"),
+              "augmented": ("#1f77b4", 0.17, "augmented = PPI++ (labels + predictions)")}
     for est, (color, dy, label) in styles.items():
         sub = effects[effects["estimator"] == est].set_index("case_study").reindex(studies)
-        ys = [i + dy for i in range(len(studies))]
+        ys = np.arange(len(studies)) + dy
+        sig = (sub["ci_lower"] > 0) | (sub["ci_upper"] < 0)
         ax.errorbar(sub["effect"], ys,
                     xerr=[sub["effect"] - sub["ci_lower"], sub["ci_upper"] - sub["effect"]],
-                    fmt="o", color=color, capsize=4, label=label)
+                    fmt="none", ecolor=color, capsize=4, label=label)
+        ax.scatter(sub["effect"], ys, s=40, zorder=4, edgecolors=color,
+                   facecolors=[color if s else "white" for s in sig])
+        for y, row in zip(ys, sub.itertuples(), strict=True):
+            text = f"{row.effect:+.3f} [{row.ci_lower:+.3f}, {row.ci_upper:+.3f}]"
+            if est == "augmented" and pd.notna(row.ci_reduction_pct):
+                text += f"  CI {row.ci_reduction_pct:.1f}% narrower" if \
+                    row.ci_reduction_pct >= 0 else f"  CI {-row.ci_reduction_pct:.1f}% wider"
+            ax.annotate(text, xy=(1.01, y), xycoords=("axes fraction", "data"), va="center",
+                        fontsize=8, color=color, annotation_clip=False)
     if truth:
         xs = [truth.get(s) for s in studies]
         ax.scatter([x for x in xs if x is not None],
                    [i for i, x in enumerate(xs) if x is not None],
                    marker="x", color="#d62728", zorder=5, label="true effect (simulation)")
+    arms = effects.drop_duplicates("case_study").set_index("case_study").reindex(studies)
+    labels = [f"{s}\n{r.treatment} − {r.control}" if "treatment" in arms else s
+              for s, r in zip(studies, arms.itertuples(), strict=True)]
     ax.axvline(0, color="black", linewidth=0.8)
-    ax.set_yticks(range(len(studies)), studies)
+    ax.set_yticks(range(len(studies)), labels, fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel("difference in mean rating (stars), 95% CI")
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8, loc="best")
-    fig.tight_layout()
+    ax.set_xlabel("difference in mean rating (stars), treatment − control, 95% CI; "
+                  "filled = excludes 0", fontsize=8)
+    ax.set_title(title + (f"\n{subtitle}" if subtitle else ""), fontsize=9)
+    fig.legend(fontsize=7, loc="lower center", ncol=3, frameon=False,
+               bbox_to_anchor=(0.5, 0.0))
+    if invalid:
+        fig.text(0.45, 0.5, "NOT VALID\n(in-sample predictions)", fontsize=34, color="#d62728",
+                 alpha=0.25, ha="center", va="center", rotation=20, weight="bold")
+    fig.subplots_adjust(left=0.24, right=0.66, top=1 - 0.75 / height, bottom=1.05 / height)
     fig.savefig(path, dpi=120)
     plt.close(fig)
 

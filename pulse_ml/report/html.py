@@ -1,0 +1,164 @@
+"""One self-contained HTML report per inference: effects, forest plot, features, lineage.
+
+Built with a Jinja2 template (autoescaped); images are embedded as data URIs and the page has no
+script and loads nothing from the network, so MLflow's artifact viewer previews it as is.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+_TEMPLATE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>pulse-ml: {{ title }}</title>
+<style>
+ body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 70rem; color: #222; }
+ h1 { font-size: 1.4rem; } h2 { font-size: 1.1rem; margin-top: 2rem; }
+ table { border-collapse: collapse; font-size: 0.85rem; margin: 0.5rem 0; }
+ th, td { border-bottom: 1px solid #ddd; padding: 0.25rem 0.6rem; text-align: right; }
+ th { background: #f4f4f4; } td.text, th.text { text-align: left; }
+ .warning { background: #fdecea; border-left: 4px solid #d62728; padding: 0.6rem 1rem; }
+ .note { color: #555; font-size: 0.85rem; }
+ img { max-width: 100%; }
+</style>
+</head>
+<body>
+<h1>{{ title }}</h1>
+<p class="note">{{ subtitle }}</p>
+{% if not valid %}<p class="warning">{{ invalid_reason }}</p>{% endif %}
+{% for w in warnings %}<p class="warning">{{ w }}</p>{% endfor %}
+<h2>Effects (treatment − control, {{ level }}% intervals)</h2>
+{{ effects_table }}
+{% if forest %}<img alt="forest plot of the effects" src="data:image/png;base64,{{ forest }}">
+{% endif %}
+<h2>Model lineage</h2>
+{{ lineage_table }}
+{% for section in sections %}
+<h2>{{ section.title }}</h2>
+{% if section.note %}<p class="note">{{ section.note }}</p>{% endif %}
+{{ section.table }}
+{% endfor %}
+{% for n in notes %}<p class="note">note: {{ n }}</p>{% endfor %}
+</body>
+</html>
+"""
+
+
+def html_table(frame: pd.DataFrame, digits: int = 3, table_id: str | None = None) -> str:
+    """A DataFrame as an HTML table (numbers right-aligned, text left; escaped)."""
+    from markupsafe import escape
+
+    cols = list(frame.columns)
+    numeric = {c: pd.api.types.is_numeric_dtype(frame[c]) and
+               not pd.api.types.is_bool_dtype(frame[c]) for c in cols}
+
+    def cell(value, col) -> str:
+        if value is None or (isinstance(value, float) and pd.isna(value)):
+            text = ""
+        elif isinstance(value, bool):
+            text = "yes" if value else "no"
+        elif isinstance(value, float):
+            text = f"{value:.{digits}f}"
+        else:
+            text = str(value)
+        cls = "" if numeric[col] else ' class="text"'
+        return f"<td{cls}>{escape(text)}</td>"
+
+    head = "".join(f'<th{"" if numeric[c] else " class=text"}>{escape(str(c))}</th>'
+                   for c in cols)
+    rows = "".join("<tr>" + "".join(cell(v.item() if hasattr(v, "item") else v, c)
+                                    for v, c in zip(row, cols, strict=True)) + "</tr>"
+                   for row in frame.itertuples(index=False))
+    ident = f' id="{escape(table_id)}"' if table_id else ""
+    return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+
+
+def _image(path: Path | None) -> str | None:
+    if path is None or not path.is_file():
+        return None
+    return base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def _sibling_sections(output: Path) -> list[dict]:
+    """Audit and monitor results written next to this inference, when they exist."""
+    sections = []
+    for path in sorted(output.parent.glob("audit/audit_*.json")):
+        data = json.loads(path.read_text())
+        keep = {k: v for k, v in data.items() if not isinstance(v, dict | list)}
+        sections.append({"title": f"Audit: {data.get('case_study', path.stem)}",
+                         "note": str(path), "table": html_table(pd.DataFrame([keep]))})
+    monitor = output.parent / "monitor" / "monitor.csv"
+    if monitor.is_file():
+        frame = pd.read_csv(monitor)
+        last = frame.sort_values("look").groupby(["case_study", "estimator"]).tail(1)
+        sections.append({"title": "Monitoring (last look)", "note": str(monitor),
+                         "table": html_table(last)})
+    return sections
+
+
+def inference_report(path: Path, effects: pd.DataFrame, meta: Mapping[str, object],
+                     lineage: Mapping[str, object], forest: Path | None = None,
+                     features: pd.DataFrame | None = None, shift: pd.DataFrame | None = None,
+                     warnings: Sequence[str] = (), valid: bool = True,
+                     invalid_reason: str = "") -> Path:
+    """Write ``report.html`` for one inference and return its path.
+
+    Args:
+        path: Where to write the page.
+        effects: The effects table (one row per case study × estimator).
+        meta: Run facts (model, mode, alpha, data, notes).
+        lineage: The model's lineage (version, family, features, data digest, CV scores).
+        forest: The forest plot PNG to embed.
+        features: Per-arm feature comparison.
+        shift: Labeled-vs-unlabeled shift table.
+        warnings: Warnings to show at the top.
+        valid: False for in-sample predictions (the page says so at the top).
+        invalid_reason: The sentence that says why the intervals are not valid.
+    """
+    from jinja2 import Environment
+
+    columns = [c for c in ("case_study", "control", "treatment", "estimator", "effect",
+                           "ci_lower", "ci_upper", "ci_reduction_pct", "p_value",
+                           "n_labeled_control", "n_labeled_treatment", "n_unlabeled_control",
+                           "n_unlabeled_treatment") if c in effects]
+    view = effects[columns].copy()
+    if "ci_reduction_pct" in view:
+        view.loc[view["estimator"] != "augmented", "ci_reduction_pct"] = float("nan")
+    sections = []
+    if features is not None and len(features):
+        sections.append({"title": "Features per arm", "note": "", "table": html_table(features)})
+    if shift is not None and len(shift):
+        sections.append({"title": "Labeled vs unlabeled sessions (label shift)",
+                         "note": "PPI assumes labeled sessions are like unlabeled ones; "
+                                 "|rank-biserial| ≥ 0.3 is flagged.",
+                         "table": html_table(shift)})
+    sections += _sibling_sections(path.parent)
+    env = Environment(autoescape=True)
+    page = env.from_string(_TEMPLATE).render(
+        title=f"Effects of {len(effects['case_study'].unique())} design change(s)",
+        subtitle=(f"model {meta.get('model')} (version {meta.get('model_version')}, "
+                  f"{meta.get('model_family')}, features '{meta.get('feature_set')}'); "
+                  f"{meta.get('mode')} predictions; data {meta.get('data')}"),
+        level=round(100 * (1 - float(meta.get("alpha", 0.05)))),
+        effects_table=_markup(html_table(view, table_id="effects")),
+        forest=_image(forest),
+        lineage_table=_markup(html_table(pd.DataFrame(
+            {"key": list(lineage), "value": [str(v) for v in lineage.values()]}))),
+        sections=[{**s, "table": _markup(s["table"])} for s in sections],
+        notes=list(meta.get("notes") or []), warnings=list(warnings), valid=valid,
+        invalid_reason=invalid_reason)
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+def _markup(html: str):
+    from markupsafe import Markup
+
+    return Markup(html)  # built by html_table from escaped cells
