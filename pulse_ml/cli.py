@@ -97,13 +97,26 @@ def main(argv: list[str] | None = None) -> None:
     from pulse_ml.errors import PulseError
 
     try:
+        from pulse_ml.config import quick_check
+
+        quick_check(verb, [o for o in overrides if "," not in o or not multirun])
         from pulse_ml.config import compose, expand_sweeps, to_yaml
 
         jobs = expand_sweeps(overrides) if multirun else [overrides]
         if show_help or show_cfg:
             if show_help:
+                from pulse_ml.config import defaults_of, group_options
+
                 print(f"pulse-ml {verb}: {VERBS[verb][1]}\n")
                 print(_module_doc(VERBS[verb][0]) + "\n")
+                groups = defaults_of(verb)
+                if groups:
+                    print("config groups (group=option, or group=path/to/file.yaml):")
+                    for group, default in groups.items():
+                        opts = ", ".join(o + ("*" if o == default else "")
+                                         for o in group_options(group))
+                        print(f"  {group}: {opts}")
+                    print("  (* = default)\n")
                 print("composed config (override any key with key=value):\n")
             print(to_yaml(compose(verb, jobs[0])))
             return

@@ -193,6 +193,68 @@ def _did_you_mean(verb: str, message: str, overrides: list[str]) -> str:
     return f"  Did you mean {close[0]}?\n" if close else ""
 
 
+def group_options(group: str) -> list[str]:
+    """The options of a config group (``conf/<group>/*.yaml``)."""
+    return sorted(p.stem for p in (conf_dir() / group).glob("*.yaml"))
+
+
+def defaults_of(verb: str) -> dict[str, str]:
+    """Group -> default option of ``conf/<verb>.yaml``'s defaults list (read with plain YAML)."""
+    out = {}
+    for item in load_yaml(conf_dir() / f"{verb}.yaml").get("defaults") or []:
+        if isinstance(item, dict):
+            out.update({str(k): str(v) for k, v in item.items()})
+    return out
+
+
+def quick_check(verb: str, overrides: list[str]) -> None:
+    """Catch a misspelled key or group option with plain YAML, before Hydra is imported.
+
+    Only certain mistakes are reported here (a top-level or nested key that exists nowhere in
+    the verb's config, or a group option with no file); anything else is left to Hydra.
+
+    Raises:
+        PulseError: naming the override and the closest valid key or option.
+    """
+    primary = load_yaml(conf_dir() / f"{verb}.yaml")
+    groups = defaults_of(verb)
+    tree: dict[str, Any] = {k: v for k, v in primary.items() if k != "defaults"}
+    for group, option in groups.items():
+        path = conf_dir() / group / f"{option}.yaml"
+        if path.is_file():
+            tree.setdefault(group, load_yaml(path))
+    keys = _flat_keys(tree)
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep or key.startswith(("+", "~")) or key.split(".")[0] in _FILE_GROUPS and "." \
+                in key:
+            continue
+        if key in groups:
+            if value.endswith((".yaml", ".yml")) or value in group_options(key):
+                continue
+            close = difflib.get_close_matches(value, group_options(key), n=1, cutoff=0.5)
+            hint = f" Did you mean {key}={close[0]}?" if close else ""
+            raise PulseError(f"pulse-ml {verb}: cannot compose the config: {key}={value}: no such "
+                             f"option.{hint} Available options in '{key}': "
+                             f"{', '.join(group_options(key))} (or a YAML file path).")
+        if key in keys or any(k.startswith(f"{key}.") for k in keys):
+            continue
+        parent = key.rsplit(".", 1)[0] if "." in key else ""
+        if parent and parent in keys and not isinstance(_select(tree, parent), Mapping):
+            continue  # e.g. a list or a value replaced by a mapping: Hydra decides
+        close = difflib.get_close_matches(key, keys, n=1, cutoff=0.6)
+        hint = f" Did you mean {close[0]}?" if close else ""
+        raise PulseError(f"pulse-ml {verb}: cannot compose the config: unknown key '{key}'.{hint} "
+                         f"`pulse-ml {verb} --help` lists the keys (prefix + to add a new one).")
+
+
+def _select(tree: Mapping[str, Any], dotted: str) -> Any:
+    node: Any = tree
+    for part in dotted.split("."):
+        node = node.get(part) if isinstance(node, Mapping) else None
+    return node
+
+
 def to_yaml(cfg: Node | Mapping[str, Any]) -> str:
     """The config as YAML (for ``--cfg``, ``--help`` and the ``config.yaml`` artifact)."""
     import yaml

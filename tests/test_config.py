@@ -56,3 +56,15 @@ def test_expand_sweeps_matches_hydras_basic_sweeper():
     hydra_jobs = [list(j) for batch in BasicSweeper.split_arguments(parsed, None) for j in batch]
     assert ours == hydra_jobs and len(ours) == 6
     assert expand_sweeps(["x=1"]) == [["x=1"]]
+
+
+def test_quick_check_catches_typos_without_hydra_and_lets_valid_overrides_pass():
+    from pulse_ml.config import quick_check
+
+    quick_check("train", ["model=lightgbm", "features=user", "tuning.n_trials=3", "cv.seed=1",
+                          "model.estimator.max_depth=3", "+extra=1", "features=my/set.yaml"])
+    quick_check("audit", ["case_study=plan"])
+    with pytest.raises(PulseError, match="Did you mean tuning.n_trials"):
+        quick_check("train", ["tuning.ntrials=5"])
+    with pytest.raises(PulseError, match="Did you mean model=lightgbm"):
+        quick_check("train", ["model=lightgbn"])

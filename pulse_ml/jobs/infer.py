@@ -177,6 +177,7 @@ def run_settings(job: InferJob) -> pd.DataFrame:
     """Infer with typed settings (``pipeline`` calls this directly)."""
     from pulse_ml.registry import models
 
+    models.require_store(job.model_uri)  # "no model" is said before any data is read
     raw = read_frame(job.data_path)  # bad files fail before the model loads
     ensemble, version = models.load_model(job.model_uri)
     data = honest_data(raw, job.data_path, ensemble, job.case_studies, job.only, job.mode)

@@ -74,8 +74,25 @@ def load_model(model_uri: str):
     """Point MLflow at the store and load a registered pulse model (see :func:`load_registered`)."""
     from pulse_ml.registry.store import setup
 
+    require_store(model_uri)
     setup(INFER_EXPERIMENT)
     return load_registered(model_uri)
+
+
+def require_store(model_uri: str) -> None:
+    """Fail at once when the local store does not exist (so no model can be registered).
+
+    Checked before any data is read and before MLflow would create an empty store (seconds of
+    schema migrations) only to report that the model is missing.
+    """
+    from pulse_ml.registry.store import tracking_uri
+
+    uri = tracking_uri()
+    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file():
+        raise PulseError(f"cannot load model '{model_uri}': there is no MLflow store at {uri} "
+                         "yet, so no model is registered. Train and register one with "
+                         "`pulse-ml train` (or `pulse-ml pipeline`), or point "
+                         "MLFLOW_TRACKING_URI / PULSE_HOME at the store that has it.")
 
 
 def load_registered(model_uri: str):
