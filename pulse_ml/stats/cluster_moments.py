@@ -23,13 +23,14 @@ from dataclasses import dataclass, fields
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["LIN", "RAW", "Moments", "cluster_sums", "per_cluster", "session_moments"]
+__all__ = ["FLAT_SIZE", "LIN", "RAW", "Moments", "cluster_sums", "per_cluster", "session_moments"]
 
-RAW = ("m", "sw", "swy", "swf", "sf", "sy", "syy", "sff", "mu", "su", "suu")
+RAW = ("m", "sw", "swy", "swf", "sf", "sww", "sy", "syy", "sff", "mu", "su", "suu")
 RAW_INDEX = {name: i for i, name in enumerate(RAW)}
-LIN = ("m", "sw", "swy", "swf", "sf", "mu", "su")  # per-cluster sums entering linearly
+LIN = ("m", "sw", "swy", "swf", "sf", "sww", "mu", "su")  # per-cluster sums entering linearly
 LIN_INDEX = {name: i for i, name in enumerate(LIN)}
-_N_LAB = 8  # RAW[:8] come from labeled sessions, RAW[8:] from unlabeled ones
+_N_LAB = 9  # RAW[:9] come from labeled sessions, RAW[9:] from unlabeled ones
+_N_LIN_LAB = 6  # LIN[:6] = RAW[:6] are labeled, LIN[6:] = RAW[9:11] unlabeled
 _CHUNK = 4_000_000  # values per chunk of replications (memory bound)
 
 Array = NDArray[np.float64]
@@ -40,8 +41,8 @@ class Moments:
     """Sufficient statistics; every field has the same leading axes (e.g. (R,) or (R, G)).
 
     Attributes:
-        tot: Sums of :data:`RAW` per arm, trailing shape (2, 11).
-        gram: ``sum_g z_g z_g^T`` of :data:`LIN` for both arms stacked, trailing (14, 14).
+        tot: Sums of :data:`RAW` per arm, trailing shape (2, 12).
+        gram: ``sum_g z_g z_g^T`` of :data:`LIN` for both arms stacked, trailing (16, 16).
         g_lab: Clusters with a labeled session, per arm, trailing (2,).
         g_unl: Clusters with an unlabeled session, per arm, trailing (2,).
         g_all: Clusters with any session, per arm, trailing (2,).
@@ -64,7 +65,7 @@ class Moments:
     m2: Array
     mu2: Array
 
-    _TRAIL = {"tot": (2, 11), "gram": (14, 14), "g_lab_union": (), "g_any": ()}
+    _TRAIL = {"tot": (2, len(RAW)), "gram": (2 * len(LIN),) * 2, "g_lab_union": (), "g_any": ()}
 
     def __add__(self, other: Moments) -> Moments:
         """Moments of the union of two disjoint sets of clusters (broadcasting)."""
@@ -75,7 +76,7 @@ class Moments:
         return Moments(*(getattr(self, f.name).sum(axis=axis) for f in fields(self)))
 
     def flat(self) -> Array:
-        """All fields side by side: leading axes + (232,)."""
+        """All fields side by side: leading axes + (:data:`FLAT_SIZE`,)."""
         lead = self.g_any.shape
         return np.concatenate(
             [getattr(self, f.name).reshape(*lead, -1) for f in fields(self)], axis=-1)
@@ -97,6 +98,9 @@ class Moments:
         return cls(*(np.concatenate([getattr(p, f.name) for p in parts]) for f in fields(cls)))
 
 
+FLAT_SIZE = sum(int(np.prod(Moments._TRAIL.get(f.name, (2,)))) for f in fields(Moments))
+
+
 def _bincount(codes: NDArray[np.intp], values: Array, n_codes: int) -> Array:
     """Per-code sums of ``values`` of shape (R, n) -> (R, n_codes)."""
     r = values.shape[0]
@@ -105,7 +109,7 @@ def _bincount(codes: NDArray[np.intp], values: Array, n_codes: int) -> Array:
 
 
 def _lab_columns(y: Array, f: Array, w: Array) -> list[Array]:
-    return [np.ones_like(y), w, w * y, w * f, f, y, y * y, f * f]
+    return [np.ones_like(y), w, w * y, w * f, f, w * w, y, y * y, f * f]
 
 
 def _unl_columns(fu: Array) -> list[Array]:
@@ -121,7 +125,7 @@ def cluster_sums(
     fu: Array,
     n_codes: int,
 ) -> Array:
-    """Dense per-cluster :data:`RAW` sums of one arm, shape (R, G, 11).
+    """Dense per-cluster :data:`RAW` sums of one arm, shape (R, G, 12).
 
     Args:
         codes_l: Cluster code of each labeled session, shape (n,).
@@ -141,7 +145,7 @@ def cluster_sums(
 
 
 def per_cluster(sums: Array) -> Moments:
-    """Moments of each cluster separately from dense sums of both arms, shape (S, G, 2, 11).
+    """Moments of each cluster separately from dense sums of both arms, shape (S, G, 2, 12).
 
     Returns:
         Moments with leading axes (S, G); ``.sum(1)`` gives the moments of all clusters.
@@ -165,58 +169,67 @@ def per_cluster(sums: Array) -> Moments:
     )
 
 
-def _sample_sums(codes: NDArray[np.intp], cols: list[Array]) -> tuple[NDArray[np.intp], Array]:
-    uq, inv = np.unique(codes, return_inverse=True)
-    return uq, np.stack([_bincount(inv, v, uq.size) for v in cols], axis=-1)
+def _sample_sums(codes: NDArray[np.intp], cols: list[Array], n_codes: int
+                 ) -> tuple[NDArray[np.bool_], NDArray[np.intp], Array]:
+    """Per-cluster sums of one sample over the clusters it touches (in code order)."""
+    present = np.zeros(n_codes, dtype=bool)
+    present[codes] = True
+    rank = np.cumsum(present) - 1
+    k = int(present.sum())
+    return present, rank, np.stack([_bincount(rank[codes], v, k) for v in cols], axis=-1)
 
 
 def _one_chunk(arms: list[tuple], n_codes: int) -> Moments:
     r = arms[0][1].shape[0]
-    samples = []  # (codes, sums, gram columns, raw offset) for lab_c, unl_c, lab_t, unl_t
+    samples = []  # (present, rank, sums, gram columns) for lab_c, unl_c, lab_t, unl_t
     tot = np.zeros((r, 2, len(RAW)))
     for a, (cl, y, f, w, cu, fu) in enumerate(arms):
-        uq_l, lab = _sample_sums(cl, _lab_columns(y, f, w))
-        uq_u, unl = _sample_sums(cu, _unl_columns(fu))
+        pr_l, rk_l, lab = _sample_sums(cl, _lab_columns(y, f, w), n_codes)
+        pr_u, rk_u, unl = _sample_sums(cu, _unl_columns(fu), n_codes)
         tot[:, a, :_N_LAB], tot[:, a, _N_LAB:] = lab.sum(axis=1), unl.sum(axis=1)
         o = a * len(LIN)
-        samples.append((uq_l, lab[..., :5], np.arange(o, o + 5)))
-
-        samples.append((uq_u, unl[..., :2], np.arange(o + 5, o + 7)))
+        samples.append((pr_l, rk_l, lab, np.arange(o, o + _N_LIN_LAB)))
+        samples.append((pr_u, rk_u, unl, np.arange(o + _N_LIN_LAB, o + len(LIN))))
     gram = np.zeros((r, 2 * len(LIN), 2 * len(LIN)))
-    for p, (uq_p, z_p, cols_p) in enumerate(samples):
-        for uq_q, z_q, cols_q in samples[p:]:
-            if uq_q is uq_p:
-                zp, zq = z_p, z_q
-            else:
-                _, ip, iq = np.intersect1d(uq_p, uq_q, assume_unique=True, return_indices=True)
-                if ip.size == 0:
+    for p, (pr_p, rk_p, s_p, cols_p) in enumerate(samples):
+        z_p = s_p[..., : cols_p.size]
+        for q in range(p, len(samples)):
+            pr_q, rk_q, s_q, cols_q = samples[q]
+            z_q = s_q[..., : cols_q.size]
+            if q != p:
+                both = np.flatnonzero(pr_p & pr_q)
+                if both.size == 0:
                     continue
-                zp, zq = z_p[:, ip], z_q[:, iq]
-            block = np.matmul(zp.transpose(0, 2, 1), zq)
+                z_p_, z_q = z_p[:, rk_p[both]], z_q[:, rk_q[both]]
+            else:
+                z_p_ = z_p
+            block = np.matmul(z_p_.transpose(0, 2, 1), z_q)
             gram[:, cols_p[:, None], cols_q[None, :]] += block
-            if uq_q is not uq_p:
+            if q != p:
                 gram[:, cols_q[:, None], cols_p[None, :]] += block.transpose(0, 2, 1)
     per_arm = {k: np.zeros((r, 2)) for k in ("g_lab", "g_unl", "g_all", "t2", "m2", "mu2")}
     for a in (0, 1):
-        (uq_l, z_l, _), (uq_u, z_u, _) = samples[2 * a], samples[2 * a + 1]
-        uq = np.union1d(uq_l, uq_u)
-        pos_l, pos_u = np.searchsorted(uq, uq_l), np.searchsorted(uq, uq_u)
-        total, count = np.zeros((r, uq.size)), np.zeros(uq.size)
-        total[:, pos_l] += z_l[..., 4]
-        total[:, pos_u] += z_u[..., 1]
-        count[pos_l] += z_l[0, :, 0]
-        count[pos_u] += z_u[0, :, 0]
-        per_arm["g_lab"][:, a], per_arm["g_unl"][:, a] = uq_l.size, uq_u.size
-        per_arm["g_all"][:, a] = uq.size
+        (pr_l, _, lab, _), (pr_u, _, unl, _) = samples[2 * a], samples[2 * a + 1]
+        union = pr_l | pr_u
+        rank = np.cumsum(union) - 1
+        pos_l, pos_u = rank[np.flatnonzero(pr_l)], rank[np.flatnonzero(pr_u)]
+        k = int(union.sum())
+        total, count = np.zeros((r, k)), np.zeros(k)
+        total[:, pos_l] += lab[..., RAW_INDEX["sf"]]
+        total[:, pos_u] += unl[..., 1]
+        count[pos_l] += lab[0, :, 0]
+        count[pos_u] += unl[0, :, 0]
+        per_arm["g_lab"][:, a], per_arm["g_unl"][:, a] = pos_l.size, pos_u.size
+        per_arm["g_all"][:, a] = k
         per_arm["t2"][:, a] = (total**2 / np.maximum(count, 1.0)).sum(axis=1)
         per_arm["m2"][:, a] = (count**2).sum()
-        per_arm["mu2"][:, a] = (z_u[0, :, 0] ** 2).sum()
-    lab_union = np.union1d(samples[0][0], samples[2][0])
-    any_union = np.union1d(np.union1d(lab_union, samples[1][0]), samples[3][0])
+        per_arm["mu2"][:, a] = (unl[0, :, 0] ** 2).sum()
+    lab_union = samples[0][0] | samples[2][0]
+    any_union = lab_union | samples[1][0] | samples[3][0]
     return Moments(
         tot=tot, gram=gram, g_lab=per_arm["g_lab"], g_unl=per_arm["g_unl"],
-        g_all=per_arm["g_all"], g_lab_union=np.full(r, float(lab_union.size)),
-        g_any=np.full(r, float(any_union.size)), t2_over_m=per_arm["t2"], m2=per_arm["m2"],
+        g_all=per_arm["g_all"], g_lab_union=np.full(r, float(lab_union.sum())),
+        g_any=np.full(r, float(any_union.sum())), t2_over_m=per_arm["t2"], m2=per_arm["m2"],
         mu2=per_arm["mu2"],
     )
 

@@ -129,7 +129,7 @@ def _box_ls(s: dict[str, Array], ub_t: Array, ub_c: Array) -> tuple[Array, Array
 def _arm_vectors(
     mom: Moments, a: int, weighted: bool, small_sample: bool, clustered: bool
 ) -> dict[str, Array]:
-    """Influence coefficient vectors (over the 14 linear sums) and scalars of arm ``a``."""
+    """Influence coefficient vectors (over both arms' linear sums) and scalars of arm ``a``."""
     tot = mom.tot[:, a, :]
     r = tot.shape[0]
     n, w_sum, n_unl = tot[:, _I["m"]], tot[:, _I["sw"]], tot[:, _I["mu"]]
@@ -209,18 +209,20 @@ def _effective_clusters(mom: Moments) -> tuple[Array, Array]:
     """Effective numbers of labeled clusters per arm, shape (R, 2), and of the effect, (R,).
 
     Bell-McCaffrey df of a weighted sum under an independence working model: with variance shares
-    ``v_g``, ``G* = (sum_g v_g)^2 / sum_g v_g^2``. A mean: ``v_g = m_g / n^2`` (m_g = labeled
-    sessions of user g), ``G* = n^2 / sum_g m_g^2`` (= G for equal cluster sizes, = n for
-    independent sessions, small when a few users carry most labels). The effect:
-    ``v_g = m_t,g / n_t^2 + m_c,g / n_c^2``, which counts a user with labels in both arms once.
+    ``v_g``, ``G* = (sum_g v_g)^2 / sum_g v_g^2``. A (weighted) mean: ``v_g = sum_{i in g} w_i^2
+    / W^2``, so ``G* = (sum_i w_i^2)^2 / sum_g (sum_{i in g} w_i^2)^2`` (= n for independent
+    unweighted sessions, = G for equal cluster sizes, small when a few users or a few large
+    weights carry the labels). The effect: ``v_g = sww_t,g / W_t^2 + sww_c,g / W_c^2``, which
+    counts a user with labels in both arms once.
     """
-    oc, ot = _L["m"], _K + _L["m"]
-    n_c, n_t = mom.tot[:, 0, _I["m"]], mom.tot[:, 1, _I["m"]]
+    oc, ot = _L["sww"], _K + _L["sww"]
+    sww_c, sww_t = mom.tot[:, 0, _I["sww"]], mom.tot[:, 1, _I["sww"]]
+    w2_c, w2_t = mom.tot[:, 0, _I["sw"]] ** 2, mom.tot[:, 1, _I["sw"]] ** 2
     g = mom.gram
-    per_arm = np.stack([_ratio(n_c**2, g[:, oc, oc]), _ratio(n_t**2, g[:, ot, ot])], axis=1)
-    sum_v = _ratio(1.0, n_c) + _ratio(1.0, n_t)
-    sum_v2 = (_ratio(g[:, oc, oc], n_c**4) + _ratio(g[:, ot, ot], n_t**4)
-              + 2 * _ratio(g[:, oc, ot], n_c**2 * n_t**2))
+    per_arm = np.stack([_ratio(sww_c**2, g[:, oc, oc]), _ratio(sww_t**2, g[:, ot, ot])], axis=1)
+    sum_v = _ratio(sww_c, w2_c) + _ratio(sww_t, w2_t)
+    sum_v2 = (_ratio(g[:, oc, oc], w2_c**2) + _ratio(g[:, ot, ot], w2_t**2)
+              + 2 * _ratio(g[:, oc, ot], w2_c * w2_t))
     return per_arm, _ratio(sum_v**2, sum_v2)
 
 

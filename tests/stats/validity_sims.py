@@ -114,3 +114,22 @@ def audit_dataset(seed: int, n_users: int = 200, per_user: int = 12, p_lab: floa
         m_l, m_u = (arm == a) & lab, (arm == a) & ~lab
         pair.append(ArmArrays(y[m_l], f[m_l], user[m_l], f[m_u], user[m_u]))
     return pair, tau
+
+
+def shifted_labeling(seed: int, n: int = 1500, tau: float = 0.2):
+    """One data set whose raters are not random: P(labeled) rises with a feature x that also
+    changes the treatment's effect, so labeled sessions over-represent high-x sessions.
+
+    Returns:
+        ``(features (2n, 2), labeled (2n,), arm (2n,), y (2n,), f (2n,), true propensity,
+        true effect)``; the prediction f is honest but arm-blind.
+    """
+    rng = np.random.default_rng(seed)
+    arm = np.repeat([0, 1], n)
+    x = rng.normal(size=2 * n)
+    noise = rng.normal(size=2 * n)  # an irrelevant feature
+    y = 3 + tau * arm + np.where(arm == 1, 0.9, 0.3) * x + rng.normal(size=2 * n)
+    f = 3 + 0.6 * x + 0.3 * rng.normal(size=2 * n)
+    propensity = 1 / (1 + np.exp(-(-1.2 + 1.0 * x)))
+    labeled = rng.random(2 * n) < propensity
+    return np.column_stack([x, noise, arm]), labeled, arm, y, f, propensity, tau
