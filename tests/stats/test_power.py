@@ -100,14 +100,15 @@ def _clustered_power(n, effect, big_n, reps, seed, ppi):
     g, g_u = n // m, big_n // m
     lab, unl = np.repeat(np.arange(g), m), np.repeat(np.arange(g, g + g_u), m)
     arms, kw = [], {}
+    local = np.concatenate([lab, unl])
+
+    def clustered():
+        user = rng.normal(0, np.sqrt(icc), (reps, g + g_u))[:, local]
+        return user + rng.normal(0, np.sqrt(1 - icc), (reps, local.size))
+
     for a, name in ((0, "c"), (1, "t")):
-        codes = np.concatenate([lab, unl]) + a * 10**6
-
-        def clustered(size):
-            user = rng.normal(0, np.sqrt(icc), (reps, g + g_u))[:, codes - a * 10**6]
-            return user + rng.normal(0, np.sqrt(1 - icc), (reps, size))
-
-        z, eta = clustered(codes.size), clustered(codes.size)
+        codes = local + a * 10**6
+        z, eta = clustered(), clustered()
         y = effect * a + z
         f = rho**2 * z + np.sqrt(rho**2 - rho**4) * eta  # Cov(y, f) = Var(f): calibrated
         arms += [y[:, : lab.size], f[:, : lab.size], f[:, lab.size :]]
