@@ -266,7 +266,9 @@ def solve(
             the legacy factors and the pooled intra-user correlation, which is 0 then).
 
     Returns:
-        The batch of results; NaN where an arm cannot be estimated.
+        The batch of results. Rows where an arm cannot be estimated (fewer than 2 labeled
+        clusters, ratings without variance) hold zeros; callers check ``g_lab`` and
+        ``rating_var``.
 
     Notes:
         Small-sample rules (``small_sample=True``), G_L = labeled clusters of the arm:

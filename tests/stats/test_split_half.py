@@ -3,11 +3,11 @@
 Each case audits D = 30 simulated data sets (``validity_sims.audit_dataset``) with 1000 splits
 each and counts the "too narrow" verdicts. Targets: invalid analyses flagged in >= 80% of the data
 sets (>= 24 of 30), valid ones in <= 10% (<= 3 of 30). Monte-Carlo reasoning: the benchmark
-(perf/validity_bench.py, 100 data sets x 1000 splits) measures flag rates of 0.90-1.00 for the
-invalid designs used here and 0.00-0.02 for the valid ones; with 30 data sets a true rate of
-0.90 gives >= 24 flags with probability 0.97 and a true 0.02 gives <= 3 with probability 0.998,
-while an audit that cannot tell (the old hiding check read valid intervals 0.78 and invalid
-ones 0.93) fails both assertions.
+(perf/validity_bench.py, 100 other data sets x 1000 splits) measures flag rates of 0.94-0.98
+for the invalid designs used here and 0.00-0.03 for the valid ones; with 30 data sets a true
+rate of 0.94 gives >= 24 flags with probability 0.99 and a true 0.03 gives <= 3 with
+probability 0.94, while an audit that cannot tell (the old hiding check read valid intervals
+0.78 and invalid ones 0.93) fails both assertions.
 """
 
 import numpy as np
