@@ -4,10 +4,23 @@ Nothing here reads files, configs or MLflow; every function takes arrays/DataFra
 numbers or frozen dataclasses.
 """
 
-from pulse_ml.stats.arm_effect import ArmComparison, Estimate, compare_arms, theoretical_width_ratio
+from pulse_ml.stats.arm_effect import (
+    ArmComparison,
+    BatchComparison,
+    Estimate,
+    compare_arms,
+    compare_batch,
+    theoretical_width_ratio,
+)
 from pulse_ml.stats.feature_tests import compare_features, labeled_shift
 from pulse_ml.stats.permutation import permutation_pvalue
-from pulse_ml.stats.power import LabelPlan, labels_needed
+from pulse_ml.stats.power import (
+    DesignEffect,
+    LabelPlan,
+    design_effect,
+    labels_needed,
+    planned_power,
+)
 from pulse_ml.stats.ppi import (
     PPIMean,
     classical_mean_ci,
@@ -15,6 +28,12 @@ from pulse_ml.stats.ppi import (
     ppi_mean_ci,
     ppi_mean_pointestimate,
     ppi_power_tuned_lambda,
+)
+from pulse_ml.stats.propensity import (
+    PredictionShift,
+    crossfit_propensity,
+    inverse_propensity_weights,
+    prediction_shift,
 )
 from pulse_ml.stats.sequential import (
     MonitorPlan,
@@ -27,30 +46,51 @@ from pulse_ml.stats.sequential import (
     plan_monitoring,
     simulate_monitoring,
 )
+from pulse_ml.stats.split_half import (
+    ArmArrays,
+    ConsistencyCheck,
+    SplitHalfAudit,
+    labeled_unlabeled_consistency,
+    split_half_audit,
+)
 
 __all__ = [
+    "ArmArrays",
     "ArmComparison",
+    "BatchComparison",
+    "ConsistencyCheck",
+    "DesignEffect",
     "Estimate",
     "LabelPlan",
     "MonitorPlan",
     "MonitorResult",
     "PPIMean",
     "SequentialPlan",
+    "PredictionShift",
+    "SplitHalfAudit",
     "classical_mean_ci",
     "compare_arms",
+    "compare_batch",
     "compare_features",
     "cs_multiplier",
     "first_crossing_probabilities",
+    "crossfit_propensity",
+    "design_effect",
+    "inverse_propensity_weights",
     "labeled_shift",
+    "labeled_unlabeled_consistency",
     "labels_needed",
     "mixture_rho",
     "monitor_effect",
     "permutation_pvalue",
     "plan_monitoring",
+    "planned_power",
     "ppi_mean",
     "ppi_mean_ci",
     "ppi_mean_pointestimate",
     "ppi_power_tuned_lambda",
     "simulate_monitoring",
+    "prediction_shift",
+    "split_half_audit",
     "theoretical_width_ratio",
 ]

@@ -1,15 +1,32 @@
 """Label planner: how many ratings per arm an effect needs, naive and with PPI.
 
-Two arms, two-sided level-alpha Wald test of the effect ``delta``. With per-arm variance ``v(n)``
-of an arm's estimate the test statistic has standard error ``s(n) = sqrt(2 v(n))`` and power
+Two arms, two-sided level-alpha test of the effect ``delta``. With per-arm variance ``v(n)`` of
+an arm's estimate the effect has standard error ``s(n) = sqrt(2 v(n))`` and power
 
-    P(n) = Phi(|delta|/s(n) - z_{1-alpha/2}) + Phi(-|delta|/s(n) - z_{1-alpha/2}).
+    P(n) = F(|delta|/s(n) - q) + F(-|delta|/s(n) - q),
 
-Naive: ``v(n) = sd^2 / n`` (textbook ``n ~ 2 (z_{1-alpha/2} + z_power)^2 sd^2 / delta^2``).
-PPI with the optimal lambda and N unlabeled sessions per arm (PPI++, Angelopoulos, Duchi, Zrnic
-2023): ``v(n) = sd^2 / n * (1 - rho^2 N / (n + N))`` where rho is the correlation of the rating
-with the honest prediction. ``P(n) = power`` is solved exactly for a real n (brentq; P is
-increasing in n) and rounded up (at least 2 labels per arm).
+F the t(df) distribution and q its ``1 - alpha/2`` quantile (normal with
+``small_sample=False``; the shifted central t approximates the noncentral one).
+
+* Naive: ``v(n) = deff sd^2 / n`` (textbook ``n ~ 2 (z_{1-alpha/2} + z_power)^2 sd^2 deff /
+  delta^2``); ``deff = 1 + (m - 1) icc`` is the users' design effect (m labels per user), given
+  or estimated by :func:`design_effect`.
+* PPI++ with N unlabeled sessions per arm, predictions of correlation rho and s.d. ``sd_f``:
+  ``v(n) = deff [(sd^2 - 2 lam rho sd sd_f + lam^2 sd_f^2) / n + lam^2 sd_f^2 / N]`` at
+  ``lam = clip(rho (sd / sd_f) N / (n + N), 0, 1)`` -- lambda is capped at 1, which binds for
+  predictions less spread than calibrated ones (sd_f < rho sd). Calibrated predictions
+  (``sd_f = rho sd``, the default) give ``sd^2 / n (1 - rho^2 N / (n + N))``.
+* Small-sample rules of :func:`pulse_ml.stats.arm_effect.compare_arms` (default): G = n / m
+  labeled users per arm, df ``2 (G - 1)`` naive and ``2 (G - 2)`` with PPI, and the tuned-lambda
+  inflation ``(G - 1) / (G - 3)`` of the PPI variance.
+
+``P(n) = power`` is solved for a real n (brentq; P increases with n) and rounded up.
+Negative rho is refused: PPI++ clips lambda at 0, so such a predictor saves nothing.
+
+References:
+    A. N. Angelopoulos, J. C. Duchi, T. Zrnic. PPI++: Efficient prediction-powered inference.
+    arXiv:2311.01453, 2023.
+    L. Kish. Survey Sampling. Wiley, 1965 (design effect 1 + (m - 1) icc).
 """
 
 from __future__ import annotations
@@ -18,12 +35,14 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
 from scipy.optimize import brentq
-from scipy.stats import norm
+from scipy.stats import t as student_t
 
 from pulse_ml.errors import PulseError
 
-__all__ = ["LabelPlan", "labels_needed"]
+__all__ = ["DesignEffect", "LabelPlan", "design_effect", "labels_needed", "planned_power"]
 
 
 @dataclass(frozen=True)
@@ -32,11 +51,13 @@ class LabelPlan:
 
     Attributes:
         n_naive: Labels per arm for the difference of labeled means.
-        n_ppi: Labels per arm with PPI++ (optimal lambda) and ``n_unlabeled`` predictions.
+        n_ppi: Labels per arm with PPI++ (optimal lambda, capped at 1) and ``n_unlabeled``
+            predictions.
         saving: ``n_naive - n_ppi`` labels per arm.
         saving_pct: ``100 * saving / n_naive``.
         n_naive_exact: The real-valued solution behind ``n_naive``.
         n_ppi_exact: The real-valued solution behind ``n_ppi``.
+        design_effect: The design effect used.
     """
 
     n_naive: int
@@ -45,20 +66,124 @@ class LabelPlan:
     saving_pct: float
     n_naive_exact: float
     n_ppi_exact: float
+    design_effect: float = 1.0
 
 
-def _power(n: float, effect: float, sd: float, rho: float, n_unl: int, z_a: float) -> float:
-    factor = 1.0 - rho**2 * n_unl / (n + n_unl) if n_unl > 0 else 1.0
-    se = math.sqrt(2.0 * sd**2 / n * factor)
-    shift = abs(effect) / se
-    return float(norm.cdf(shift - z_a) + norm.cdf(-shift - z_a))
+@dataclass(frozen=True)
+class DesignEffect:
+    """Design effect of users' repeated ratings (see :func:`design_effect`).
+
+    Attributes:
+        deff: ``1 + (m - 1) icc`` with m the size-weighted mean labels per user.
+        icc: Intra-user correlation of the ratings (one-way ANOVA estimator, clipped to [0, 1]).
+        labels_per_user: ``m = sum_g m_g^2 / sum_g m_g``.
+        n_users: Users with a rating.
+        n_labels: Ratings.
+    """
+
+    deff: float
+    icc: float
+    labels_per_user: float
+    n_users: int
+    n_labels: int
 
 
-def _solve(effect: float, sd: float, rho: float, n_unl: int, z_a: float, power: float) -> float:
+def design_effect(ratings: ArrayLike, users: ArrayLike) -> DesignEffect:
+    """Estimate the users' design effect from labeled sessions (ratings and their user ids).
+
+    Args:
+        ratings: Ratings of the labeled sessions, shape (n,).
+        users: User id of each, shape (n,).
+
+    Returns:
+        The design effect; ``deff = 1`` when every user has one rating.
+
+    Raises:
+        PulseError: Fewer than 2 users, or ratings that do not vary.
+    """
+    y = np.asarray(ratings, dtype=np.float64)
+    codes, uniques = pd.factorize(np.asarray(users))
+    if y.shape != codes.shape or (codes < 0).any():
+        raise PulseError("design_effect: need one non-missing user id per rating")
+    g, n = len(uniques), y.size
+    if g < 2 or np.ptp(y) == 0:
+        raise PulseError(f"design_effect: need ratings that vary, from at least 2 users (got "
+                         f"{n} ratings from {g} users)")
+    m = np.bincount(codes, minlength=g).astype(float)
+    sums = np.bincount(codes, weights=y, minlength=g)
+    ss_total = float(((y - y.mean()) ** 2).sum())
+    ss_between = float((sums**2 / m).sum() - y.sum() ** 2 / n)
+    icc = 0.0
+    if n > g:
+        ms_b, ms_w = ss_between / (g - 1), (ss_total - ss_between) / (n - g)
+        n0 = (n - (m**2).sum() / n) / (g - 1)
+        sigma_b = max((ms_b - ms_w) / n0, 0.0)
+        icc = float(np.clip(sigma_b / (sigma_b + ms_w), 0.0, 1.0)) if sigma_b + ms_w > 0 else 0.0
+    m_bar = float((m**2).sum() / n)
+    return DesignEffect(1.0 + (m_bar - 1.0) * icc, icc, m_bar, g, n)
+
+
+def _variance(n: float, sd: float, rho: float, sd_f: float, n_unl: int, deff: float) -> float:
+    """Per-arm variance of the PPI++ mean at the best lambda in [0, 1] (rho = 0: naive)."""
+    if rho == 0 or n_unl == 0:
+        return deff * sd**2 / n
+    lam = min(1.0, rho * (sd / sd_f) * n_unl / (n + n_unl))
+    cov = rho * sd * sd_f
+    return deff * ((sd**2 - 2 * lam * cov + lam**2 * sd_f**2) / n + lam**2 * sd_f**2 / n_unl)
+
+
+def planned_power(
+    n: float,
+    effect: float,
+    sd: float,
+    rho: float = 0.0,
+    n_unlabeled: int = 0,
+    alpha: float = 0.05,
+    *,
+    design_effect: float = 1.0,
+    labels_per_user: float = 1.0,
+    sd_pred: float | None = None,
+    small_sample: bool = True,
+) -> float:
+    """Power of the two-sided test with ``n`` labels per arm (see module docstring).
+
+    Args:
+        n: Labels per arm.
+        effect: Effect on the rating scale.
+        sd: Standard deviation of a rating within an arm.
+        rho: Correlation of rating and honest prediction (0 = naive test).
+        n_unlabeled: Unlabeled sessions per arm.
+        alpha: Level.
+        design_effect: Variance inflation of a mean from users' repeated ratings.
+        labels_per_user: Labels per user (sets the labeled user count n / m behind the df).
+        sd_pred: Standard deviation of the predictions (default: calibrated, ``rho sd``).
+        small_sample: Use compare_arms' t quantiles and tuned-lambda inflation.
+
+    Returns:
+        The power in [0, 1].
+    """
+    sd_f = abs(rho) * sd if sd_pred is None else float(sd_pred)
+    ppi = rho != 0 and n_unlabeled > 0 and sd_f > 0
+    v = _variance(n, sd, rho if ppi else 0.0, sd_f, n_unlabeled, design_effect)
+    df = math.inf
+    if small_sample:
+        users = n / labels_per_user
+        lost = 2.0 if ppi else 1.0
+        df = max(2.0 * (users - lost), 1.0)
+        if ppi:
+            v *= (users - 1.0) / (users - 3.0) if users > 3.5 else math.inf
+    if not math.isfinite(v):
+        return 0.0
+    shift = abs(effect) / math.sqrt(2.0 * v)
+    q = float(student_t.ppf(1.0 - alpha / 2.0, df))
+    return float(student_t.cdf(shift - q, df) + student_t.cdf(-shift - q, df))
+
+
+def _solve(power: float, floor: float, **kw) -> float:
     def gap(n: float) -> float:
-        return _power(n, effect, sd, rho, n_unl, z_a) - power
+        return planned_power(n, **kw) - power
 
-    lo, hi = 1e-9, 1.0
+    lo, hi = floor, max(2.0 * floor, 8.0)
     while gap(hi) < 0.0:
         lo, hi = hi, hi * 2.0
         if hi > 1e15:
@@ -75,22 +200,33 @@ def labels_needed(
     n_unlabeled: int = 0,
     alpha: float = 0.05,
     power: float = 0.8,
+    *,
+    design_effect: float = 1.0,
+    labels_per_user: float = 1.0,
+    sd_pred: float | None = None,
+    small_sample: bool = True,
 ) -> LabelPlan:
     """Labels per arm to detect ``effect`` with the given power, without and with PPI.
 
     Args:
         effect: Effect size on the rating scale (treatment - control), non-zero.
         sd: Standard deviation of a rating within an arm (> 0).
-        rho: Correlation of the rating with the (honest) prediction, in [-1, 1].
+        rho: Correlation of the rating with the (honest) prediction, in [0, 1].
         n_unlabeled: Unlabeled sessions per arm (N >= 0).
         alpha: Level of the two-sided test.
         power: Target power, in (alpha/2, 1).
+        design_effect: Users' design effect (>= 1 typical), e.g. ``design_effect(...).deff``.
+        labels_per_user: Labels per user, e.g. ``design_effect(...).labels_per_user``.
+        sd_pred: Standard deviation of the predictions (default calibrated: ``rho * sd``); a
+            smaller one makes the lambda <= 1 cap bind.
+        small_sample: Plan for compare_arms' small-sample rules (t quantiles, tuned-lambda
+            inflation); ``False`` gives the normal-quantile textbook formula.
 
     Returns:
         The plan; ``n_ppi == n_naive`` when ``rho == 0`` or ``n_unlabeled == 0``.
 
     Raises:
-        PulseError: If an argument is out of range.
+        PulseError: If an argument is out of range (including a negative rho).
     """
     problems = []
     if not np.isfinite(effect) or effect == 0:
@@ -99,18 +235,35 @@ def labels_needed(
         problems.append(f"sd must be > 0, got {sd}")
     if not -1.0 <= rho <= 1.0:
         problems.append(f"rho must be in [-1, 1], got {rho}")
+    elif rho < 0:
+        problems.append(f"rho = {rho} < 0: PPI++ clips lambda at 0, so a predictor anti-"
+                        "correlated with the ratings saves nothing; plan with rho=0 or fix the "
+                        "model")
     if n_unlabeled < 0:
         problems.append(f"n_unlabeled must be >= 0, got {n_unlabeled}")
     if not 0.0 < alpha < 1.0:
         problems.append(f"alpha must be in (0, 1), got {alpha}")
     if not alpha / 2.0 < power < 1.0:
         problems.append(f"power must be in (alpha/2, 1), got {power}")
+    if not np.isfinite(design_effect) or design_effect <= 0:
+        problems.append(f"design_effect must be > 0, got {design_effect}")
+    if not np.isfinite(labels_per_user) or labels_per_user < 1:
+        problems.append(f"labels_per_user must be >= 1, got {labels_per_user}")
+    if sd_pred is not None and not (np.isfinite(sd_pred) and sd_pred > 0):
+        problems.append(f"sd_pred must be > 0, got {sd_pred}")
     if problems:
         raise PulseError("labels_needed: " + "; ".join(problems))
-    z_a = float(norm.ppf(1.0 - alpha / 2.0))
-    n_naive = _solve(effect, sd, 0.0, 0, z_a, power)
-    n_ppi = _solve(effect, sd, rho, int(n_unlabeled), z_a, power) if rho != 0 else n_naive
-    naive_int = max(2, math.ceil(n_naive - 1e-9))  # a variance needs two labels
+    kw = {"effect": effect, "sd": sd, "alpha": alpha, "design_effect": design_effect,
+          "labels_per_user": labels_per_user, "sd_pred": sd_pred, "small_sample": small_sample}
+    # a variance needs two labels; small-sample rules need 2 users (naive), 4 (tuned lambda)
+    floor_naive = max(2.0, 2.0 * labels_per_user) if small_sample else 1e-9
+    floor_ppi = max(2.0, 4.0 * labels_per_user) if small_sample else 1e-9
+    n_naive = _solve(power, floor_naive, **kw)
+    n_ppi = n_naive
+    if rho != 0 and n_unlabeled > 0:
+        n_ppi = min(n_naive, _solve(power, floor_ppi, rho=rho, n_unlabeled=int(n_unlabeled),
+                                    **kw))
+    naive_int = max(2, math.ceil(n_naive - 1e-9))
     ppi_int = max(2, math.ceil(n_ppi - 1e-9))
     return LabelPlan(
         n_naive=naive_int,
@@ -119,4 +272,5 @@ def labels_needed(
         saving_pct=100.0 * (naive_int - ppi_int) / naive_int,
         n_naive_exact=n_naive,
         n_ppi_exact=n_ppi,
+        design_effect=float(design_effect),
     )

@@ -1,4 +1,7 @@
-"""compare_arms: equals two ppi_py calls without clusters; cluster-robust coverage with users."""
+"""compare_arms: the legacy formulas equal two ppi_py calls; exact small-sample formulas; refusals.
+
+Coverage of the corrected defaults is checked by the seeded simulations in test_validity.py.
+"""
 
 import dataclasses
 import importlib
@@ -6,7 +9,9 @@ import warnings
 
 import numpy as np
 import pytest
+from scipy import stats
 from scipy.stats import norm
+from scipy.stats import t as student_t
 
 from pulse_ml.errors import PulseError
 from pulse_ml.stats.arm_effect import ArmComparison, compare_arms, theoretical_width_ratio
@@ -33,7 +38,11 @@ def _arm(rng, mu, n, big_n, signal=1.0):
 def test_stats_compare_without_clusters_equals_two_ppi_py_calls(n, N, signal, ppi_py):
     rng = np.random.default_rng(n + N)
     c, t = _arm(rng, 3.0, n, N, signal), _arm(rng, 3.3, n + 7, N + 11, signal)
-    res = compare_arms(*c, *t, alpha=0.05)
+    # The oracle: ppi_py's asymptotic formulas (ddof 0, normal quantile, per-arm lambda). The
+    # default small-sample rules (t quantiles, ddof 1, joint lambda, tuning inflation) differ on
+    # purpose -- they are what makes n = 10..30 cover -- so the equality is checked on the
+    # explicit legacy option that reproduces the old numbers.
+    res = compare_arms(*c, *t, alpha=0.05, small_sample=False, lam_mode="per_arm")
     halves, points = [], []
     for y, f, fu in (c, t):
         lo, hi = np.ravel(ppi_py.ppi_mean_ci(y, f, fu, alpha=0.05))
@@ -56,7 +65,7 @@ def test_stats_compare_without_clusters_equals_two_ppi_py_calls(n, N, signal, pp
     assert res.ci_reduction_pct == pytest.approx(
         100 * (1 - res.augmented.width / res.naive.width), abs=1e-9
     )
-    assert res.n_clusters is None
+    assert res.n_clusters is None and res.naive.df == np.inf
     with pytest.raises(dataclasses.FrozenInstanceError):
         res.alpha = 0.1  # type: ignore[misc]
 
@@ -85,12 +94,13 @@ def test_stats_compare_singleton_clusters_reduce_to_iid_formulas():
     rng = np.random.default_rng(11)
     n, big_n = 300, 3000
     c, t = _arm(rng, 3.0, n, big_n), _arm(rng, 3.1, n, big_n)
-    iid = compare_arms(*c, *t)
+    legacy = {"small_sample": False, "lam_mode": "per_arm"}
+    iid = compare_arms(*c, *t, **legacy)
     single = compare_arms(
-        *c, *t, clusters_c=np.arange(n), clusters_t=np.arange(1000, 1000 + n)
+        *c, *t, clusters_c=np.arange(n), clusters_t=np.arange(1000, 1000 + n), **legacy
     )  # unlabeled sessions: one cluster each
-    assert single.n_clusters == 2 * (n + big_n)
-    cr1 = np.sqrt((n + big_n) / (n + big_n - 1))
+    assert single.n_clusters == 2 * (n + big_n) and single.n_labeled_clusters == 2 * n
+    cr1 = np.sqrt(n / (n - 1))  # CR1 counts labeled clusters only
     y, f, fu = c
     # lambda = exact minimizer of Var0(Y - lam f)/n + lam^2 Var0(f~)/N
     lam = np.cov(y, f, ddof=0)[0, 1] / (f.var() + n / big_n * fu.var())
@@ -102,6 +112,37 @@ def test_stats_compare_singleton_clusters_reduce_to_iid_formulas():
     assert single.augmented.se == pytest.approx(
         np.hypot(single.se_control_augmented, single.se_treatment_augmented), rel=1e-12
     )
+
+
+def test_stats_compare_default_iid_formulas_are_welch_and_ddof1():
+    rng = np.random.default_rng(12)
+    n_c, n_t, big_n = 25, 40, 400
+    c, t = _arm(rng, 3.0, n_c, big_n), _arm(rng, 3.4, n_t, big_n + 50)
+    res = compare_arms(*c, *t)
+    (yc, fc, fuc), (yt, _, _) = c, t
+    # naive: exactly Welch's t interval
+    v_c, v_t = yc.var(ddof=1) / n_c, yt.var(ddof=1) / n_t
+    welch_df = (v_c + v_t) ** 2 / (v_c**2 / (n_c - 1) + v_t**2 / (n_t - 1))
+    assert res.naive.se == pytest.approx(np.sqrt(v_c + v_t), rel=1e-12)
+    assert res.naive.df == pytest.approx(welch_df, rel=1e-10)
+    half = student_t.ppf(0.975, welch_df) * np.sqrt(v_c + v_t)
+    assert res.naive.width == pytest.approx(2 * half, rel=1e-10)
+    assert res.naive.p_value == pytest.approx(
+        stats.ttest_ind(yt, yc, equal_var=False).pvalue, rel=1e-9
+    )
+    # augmented control arm: ddof-1 variances, the pooled floor, the tuning inflation
+    lam = res.lambda_control
+    assert 0 < lam < 1
+    s2_unl = max(fuc.var(ddof=1), np.concatenate([fc, fuc]).var(ddof=1))
+    v_in = np.var(yc - lam * fc, ddof=1) / n_c + lam**2 * s2_unl / big_n
+    s_dd = fc.var(ddof=1) / n_c + fuc.var(ddof=1) / big_n
+    h = s_dd / (s_dd + (s2_unl - fuc.var(ddof=1)) / big_n)  # share not from the floor
+    infl = (n_c - 1) / (n_c - 1 - 2 * h)
+    assert res.se_control_augmented == pytest.approx(np.sqrt(infl * v_in), rel=1e-9)
+    assert res.mean_control_augmented == pytest.approx(
+        yc.mean() + lam * (fuc.mean() - fc.mean()), rel=1e-12
+    )
+    assert res.warnings and "control arm: only 25 labeled sessions" in res.warnings[0]
 
 
 def test_stats_compare_user_in_both_arms_gets_covariance_term():
@@ -197,5 +238,59 @@ def test_stats_compare_bad_inputs():
         compare_arms(
             y, f, fu, y, f, fu, clusters_c=np.array(["a", None, "b", "c", "d"], dtype=object)
         )
-    with pytest.raises(PulseError, match="at least 2 users"):
+    with pytest.raises(PulseError, match="control arm: all 5 labeled sessions come from one user"):
         compare_arms(y, f, fu, y, f, fu, clusters_c=np.zeros(5), clusters_unl_c=np.zeros(9))
+    with pytest.raises(ValueError, match="lam_mode"):
+        compare_arms(y, f, fu, y, f, fu, lam_mode="both")
+
+
+def test_stats_compare_labeled_users_only_count():
+    rng = np.random.default_rng(3)
+    y, f = rng.normal(size=40), rng.normal(size=40)
+    users = np.repeat(np.arange(10), 4)
+    fu, users_unl = rng.normal(size=30), rng.integers(0, 10, 30)
+    base = compare_arms(y, f, fu, y + 0.1, f, fu, clusters_c=users, clusters_t=users + 100,
+                        clusters_unl_c=users_unl, clusters_unl_t=users_unl + 100)
+    # many more unlabeled sessions, from 50 new users: the naive s.e. and df must not move
+    fu2 = np.concatenate([fu, rng.normal(size=200)])
+    users_unl2 = np.concatenate([users_unl, 1000 + rng.integers(0, 50, 200)])
+    more = compare_arms(y, f, fu2, y + 0.1, f, fu2, clusters_c=users, clusters_t=users + 100,
+                        clusters_unl_c=users_unl2, clusters_unl_t=users_unl2 + 100)
+    assert more.naive.se == pytest.approx(base.naive.se, rel=1e-12)
+    assert more.naive.df == pytest.approx(base.naive.df, rel=1e-12)
+    assert more.n_labeled_clusters == base.n_labeled_clusters == 20
+    assert more.n_clusters > base.n_clusters
+    # labels of one user, unlabeled sessions of 30 users: refused, saying why
+    one = np.full(40, "u1", dtype=object)
+    with pytest.raises(PulseError, match=r"treatment arm: all 40 labeled sessions come from one "
+                       r"user \('u1'\).*unlabeled sessions of other users cannot replace them"):
+        compare_arms(y, f, fu, y, f, fu, clusters_c=users, clusters_t=one,
+                     clusters_unl_c=users_unl, clusters_unl_t=np.arange(30))
+
+
+def test_stats_compare_refuses_zero_variance_ratings():
+    rng = np.random.default_rng(4)
+    f, fu = rng.normal(size=20), rng.normal(size=50)
+    with pytest.raises(PulseError, match="control arm: all 20 labeled ratings equal 4"):
+        compare_arms(np.full(20, 4.0), f, fu, rng.normal(size=20), f, fu)
+
+
+def test_stats_compare_warns_about_few_labels_and_unlabeled_sessions():
+    rng = np.random.default_rng(5)
+    y, f = rng.normal(size=(2, 200))
+    res = compare_arms(y, f, rng.normal(size=3), y[:12] + 0.2, f[:12], rng.normal(size=500),
+                       clusters_c=np.arange(200) % 50, clusters_t=np.arange(12) % 3,
+                       clusters_unl_c=np.array([1, 2, 2]), clusters_unl_t=np.arange(500) % 40)
+    text = " | ".join(res.warnings)
+    assert "treatment arm: only 12 labeled sessions from 3 users (< 30)" in text
+    assert "treatment arm: 3 labeled users are too few to tune lambda" in text
+    assert res.lambda_treatment == 0.0
+    assert "control arm: only 3 unlabeled session(s) from 2 user(s)" in text
+    assert "control arm: only 200" not in text  # 200 labels from 50 users is not small
+    # a useful predictor with plenty of data: nothing to say
+    quiet = compare_arms(*_arm(rng, 3.0, 200, 2000), *_arm(rng, 3.1, 200, 2000))
+    assert quiet.warnings == () and quiet.ci_reduction_pct > 20
+    # a useless one: the honest inflation makes the interval a bit wider, and it says so
+    useless = compare_arms(y, f, rng.normal(size=400), y + 0.1, f, rng.normal(size=400))
+    assert useless.ci_reduction_pct < 0
+    assert "wider than the naive one" in useless.warnings[-1]

@@ -1,9 +1,12 @@
+import math
+
 import numpy as np
 import pytest
 from scipy.stats import norm
 
 from pulse_ml.errors import PulseError
-from pulse_ml.stats.power import labels_needed
+from pulse_ml.stats.arm_effect import compare_batch
+from pulse_ml.stats.power import design_effect, labels_needed, planned_power
 
 
 @pytest.mark.parametrize(
@@ -11,15 +14,20 @@ from pulse_ml.stats.power import labels_needed
 )
 def test_stats_power_naive_matches_textbook(effect, sd, alpha, power):
     textbook = 2 * (norm.ppf(1 - alpha / 2) + norm.ppf(power)) ** 2 * sd**2 / effect**2
-    plan = labels_needed(effect, sd, alpha=alpha, power=power)
+    # the textbook (normal-quantile) formula is the oracle; the default small_sample=True plans
+    # for compare_arms' t quantiles and needs a few more labels (checked below)
+    plan = labels_needed(effect, sd, alpha=alpha, power=power, small_sample=False)
     assert plan.n_naive_exact == pytest.approx(textbook, rel=1e-4)  # far tail is negligible
     assert plan.n_naive == int(np.ceil(plan.n_naive_exact))
     assert plan.n_ppi == plan.n_naive and plan.saving == 0
+    t_plan = labels_needed(effect, sd, alpha=alpha, power=power)
+    assert plan.n_naive_exact < t_plan.n_naive_exact < plan.n_naive_exact + 3
 
 
 def test_stats_power_ppi_needs_fewer_labels_and_solves_its_equation():
     effect, sd, rho, big_n = 0.2, 1.0, 0.7, 2000
-    plan = labels_needed(effect, sd, rho=rho, n_unlabeled=big_n)
+    asym = {"small_sample": False}  # the closed-form PPI++ variance is the oracle here
+    plan = labels_needed(effect, sd, rho=rho, n_unlabeled=big_n, **asym)
     assert plan.n_ppi < plan.n_naive and plan.saving == plan.n_naive - plan.n_ppi
     n = plan.n_ppi_exact
     se = np.sqrt(2 * sd**2 / n * (1 - rho**2 * big_n / (n + big_n)))
@@ -27,10 +35,10 @@ def test_stats_power_ppi_needs_fewer_labels_and_solves_its_equation():
     achieved = norm.cdf(effect / se - z) + norm.cdf(-effect / se - z)
     assert achieved == pytest.approx(0.8, abs=1e-9)
     # more correlation / more unlabeled data -> fewer labels
-    assert labels_needed(effect, sd, rho=0.9, n_unlabeled=big_n).n_ppi < plan.n_ppi
-    assert labels_needed(effect, sd, rho=rho, n_unlabeled=20 * big_n).n_ppi <= plan.n_ppi
+    assert labels_needed(effect, sd, rho=0.9, n_unlabeled=big_n, **asym).n_ppi < plan.n_ppi
+    assert labels_needed(effect, sd, rho=rho, n_unlabeled=20 * big_n, **asym).n_ppi <= plan.n_ppi
     # limit N -> infinity: factor (1 - rho^2)
-    huge = labels_needed(effect, sd, rho=rho, n_unlabeled=10**9)
+    huge = labels_needed(effect, sd, rho=rho, n_unlabeled=10**9, **asym)
     assert huge.n_ppi_exact == pytest.approx(plan.n_naive_exact * (1 - rho**2), rel=1e-3)
 
 
@@ -51,3 +59,82 @@ def test_stats_power_bad_arguments():
         labels_needed(0.0, 1.0)
     with pytest.raises(PulseError, match="rho"):
         labels_needed(0.1, 1.0, rho=1.5)
+    with pytest.raises(PulseError, match="clips lambda at 0"):
+        labels_needed(0.1, 1.0, rho=-0.3, n_unlabeled=1000)
+    with pytest.raises(PulseError, match="design_effect"):
+        labels_needed(0.1, 1.0, design_effect=0.0)
+
+
+def test_stats_power_lambda_cap_and_design_effect_cost_labels():
+    base = labels_needed(0.2, 1.0, rho=0.6, n_unlabeled=5000)
+    # predictions half as spread as calibrated ones: the best lambda would be ~2, capped at 1
+    shrunk = labels_needed(0.2, 1.0, rho=0.6, n_unlabeled=5000, sd_pred=0.3)
+    assert shrunk.n_ppi > base.n_ppi
+    exact = 2 * (1 - 2 * 0.6 * 0.3 + 0.3**2)  # per-label variance at lambda = 1, N -> inf
+    assert shrunk.n_ppi_exact == pytest.approx(base.n_naive_exact * exact / 2, rel=0.02)
+    clustered = labels_needed(0.2, 1.0, rho=0.6, n_unlabeled=5000, design_effect=1.6,
+                              labels_per_user=4)
+    assert clustered.n_naive == pytest.approx(1.6 * base.n_naive, rel=0.02)
+    assert clustered.design_effect == 1.6
+
+
+def test_stats_power_design_effect_from_data():
+    rng = np.random.default_rng(1)
+    users = np.repeat(np.arange(400), 5)
+    y = rng.normal(0, np.sqrt(0.25), 400)[users] + rng.normal(0, np.sqrt(0.75), users.size)
+    de = design_effect(y, users)
+    assert de.icc == pytest.approx(0.25, abs=0.04)
+    assert de.labels_per_user == 5 and de.n_users == 400
+    assert de.deff == pytest.approx(1 + 4 * de.icc)
+    singles = design_effect(y[::5], users[::5])
+    assert singles.deff == 1.0 and singles.labels_per_user == 1
+    with pytest.raises(PulseError, match="at least 2 users"):
+        design_effect(y[:5], users[:5])
+
+
+def _clustered_power(n, effect, big_n, reps, seed, ppi):
+    """Users nested in arms, 4 labels each, rating icc 0.2; calibrated predictions (rho 0.6)
+    with the same intra-user correlation; unlabeled sessions from other users, 4 each."""
+    rng = np.random.default_rng(seed)
+    m, icc, rho = 4, 0.2, 0.6
+    g, g_u = n // m, big_n // m
+    lab, unl = np.repeat(np.arange(g), m), np.repeat(np.arange(g, g + g_u), m)
+    arms, kw = [], {}
+    local = np.concatenate([lab, unl])
+
+    def clustered():
+        user = rng.normal(0, np.sqrt(icc), (reps, g + g_u))[:, local]
+        return user + rng.normal(0, np.sqrt(1 - icc), (reps, local.size))
+
+    for a, name in ((0, "c"), (1, "t")):
+        codes = local + a * 10**6
+        z, eta = clustered(), clustered()
+        y = effect * a + z
+        f = rho**2 * z + np.sqrt(rho**2 - rho**4) * eta  # Cov(y, f) = Var(f): calibrated
+        arms += [y[:, : lab.size], f[:, : lab.size], f[:, lab.size :]]
+        kw[f"clusters_{name}"], kw[f"clusters_unl_{name}"] = codes[: lab.size], codes[lab.size :]
+    b = compare_batch(*arms, **kw)
+    lower, upper = (b.aug_lower, b.aug_upper) if ppi else (b.naive_lower, b.naive_upper)
+    return float(np.mean((lower > 0) | (upper < 0)))
+
+
+def test_stats_power_planned_matches_simulated_for_clustered_design():
+    # 2,000 replications: MC s.d. of a power near 0.8 is 0.009; the tolerance 0.03 is 3.3 s.d.
+    # The old planner (no design effect, no cap, z) plans n giving power ~0.6 here.
+    effect, big_n, reps = 0.4, 800, 2000
+    de = 1 + 3 * 0.2
+    plan = labels_needed(effect, 1.0, rho=0.6, n_unlabeled=big_n, design_effect=de,
+                         labels_per_user=4)
+    n_naive, n_ppi = 4 * math.ceil(plan.n_naive / 4), 4 * math.ceil(plan.n_ppi / 4)
+    naive = _clustered_power(n_naive, effect, big_n, reps, 1, ppi=False)
+    ppi = _clustered_power(n_ppi, effect, big_n, reps, 2, ppi=True)
+    planned_naive = planned_power(n_naive, effect, 1.0, design_effect=de, labels_per_user=4)
+    planned_ppi = planned_power(n_ppi, effect, 1.0, 0.6, big_n, design_effect=de,
+                                labels_per_user=4)
+    print(f"n naive {n_naive}: planned {planned_naive:.3f} simulated {naive:.3f}; "
+          f"n ppi {n_ppi}: planned {planned_ppi:.3f} simulated {ppi:.3f}")
+    assert naive == pytest.approx(planned_naive, abs=0.03)
+    assert ppi == pytest.approx(planned_ppi, abs=0.03)
+    old = labels_needed(effect, 1.0, rho=0.6, n_unlabeled=big_n, small_sample=False)
+    n_old = 4 * math.floor(old.n_ppi / 4)
+    assert _clustered_power(n_old, effect, big_n, reps, 3, ppi=True) < 0.72

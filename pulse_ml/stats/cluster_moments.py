@@ -1,0 +1,258 @@
+"""Additive per-cluster statistics of a two-arm comparison (inputs of the effect engine).
+
+Each estimate, variance, lambda and df of :mod:`pulse_ml.stats.effect_engine` is a function of a
+few sums over clusters g (users, or single sessions) of per-cluster quantities: the raw sums
+:data:`RAW` per arm (counts, sums of weights, weighted ratings and predictions, squares), the
+Gram matrix ``sum_g z_g z_g^T`` of the per-cluster linear sums :data:`LIN` of both arms (users in
+both arms give cross-arm entries), cluster counts and the pieces of a one-way ANOVA of the
+predictions. Because they are sums over clusters:
+
+* moments of disjoint sets of clusters add (:meth:`Moments.__add__`);
+* when an audit switches whole clusters between two states (labels in or out of a half,
+  hidden or not) every statistic is ``state0 + mask @ (state1 - state0)``: one matrix product
+  gives all replications (:meth:`Moments.flat` / :meth:`Moments.unflat`).
+
+:func:`session_moments` builds them for a batch of data sets of one design (values of shape
+(R, n)) touching only the nonzero blocks; :func:`per_cluster` keeps the cluster axis (audits).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["FLAT_SIZE", "LIN", "RAW", "Moments", "cluster_sums", "per_cluster", "session_moments"]
+
+RAW = ("m", "sw", "swy", "swf", "sf", "sww", "sy", "syy", "sff", "mu", "su", "suu")
+RAW_INDEX = {name: i for i, name in enumerate(RAW)}
+LIN = ("m", "sw", "swy", "swf", "sf", "sww", "mu", "su")  # per-cluster sums entering linearly
+LIN_INDEX = {name: i for i, name in enumerate(LIN)}
+_N_LAB = 9  # RAW[:9] come from labeled sessions, RAW[9:] from unlabeled ones
+_N_LIN_LAB = 6  # LIN[:6] = RAW[:6] are labeled, LIN[6:] = RAW[9:11] unlabeled
+_CHUNK = 4_000_000  # values per chunk of replications (memory bound)
+
+Array = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Moments:
+    """Sufficient statistics; every field has the same leading axes (e.g. (R,) or (R, G)).
+
+    Attributes:
+        tot: Sums of :data:`RAW` per arm, trailing shape (2, 12).
+        gram: ``sum_g z_g z_g^T`` of :data:`LIN` for both arms stacked, trailing (16, 16).
+        g_lab: Clusters with a labeled session, per arm, trailing (2,).
+        g_unl: Clusters with an unlabeled session, per arm, trailing (2,).
+        g_all: Clusters with any session, per arm, trailing (2,).
+        g_lab_union: Clusters with a labeled session in either arm, trailing ().
+        g_any: Clusters with any session in either arm, trailing ().
+        t2_over_m: ``sum_g T_g^2 / M_g`` (T_g, M_g: sum and count of ALL predictions of g in the
+            arm), per arm, trailing (2,).
+        m2: ``sum_g M_g^2`` per arm, trailing (2,).
+        mu2: ``sum_g (unlabeled sessions of g)^2`` per arm, trailing (2,).
+    """
+
+    tot: Array
+    gram: Array
+    g_lab: Array
+    g_unl: Array
+    g_all: Array
+    g_lab_union: Array
+    g_any: Array
+    t2_over_m: Array
+    m2: Array
+    mu2: Array
+
+    _TRAIL = {"tot": (2, len(RAW)), "gram": (2 * len(LIN),) * 2, "g_lab_union": (), "g_any": ()}
+
+    def __add__(self, other: Moments) -> Moments:
+        """Moments of the union of two disjoint sets of clusters (broadcasting)."""
+        return Moments(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
+
+    def sum(self, axis: int) -> Moments:
+        """Sum over one leading axis (e.g. the cluster axis)."""
+        return Moments(*(getattr(self, f.name).sum(axis=axis) for f in fields(self)))
+
+    def flat(self) -> Array:
+        """All fields side by side: leading axes + (:data:`FLAT_SIZE`,)."""
+        lead = self.g_any.shape
+        return np.concatenate(
+            [getattr(self, f.name).reshape(*lead, -1) for f in fields(self)], axis=-1)
+
+    @classmethod
+    def unflat(cls, flat: Array) -> Moments:
+        """Inverse of :meth:`flat`."""
+        lead, out, start = flat.shape[:-1], [], 0
+        for f in fields(cls):
+            trail = cls._TRAIL.get(f.name, (2,))
+            size = int(np.prod(trail)) if trail else 1
+            out.append(flat[..., start : start + size].reshape(*lead, *trail))
+            start += size
+        return cls(*out)
+
+    @classmethod
+    def concat(cls, parts: list[Moments]) -> Moments:
+        """Stack batches along the first axis."""
+        return cls(*(np.concatenate([getattr(p, f.name) for p in parts]) for f in fields(cls)))
+
+
+FLAT_SIZE = sum(int(np.prod(Moments._TRAIL.get(f.name, (2,)))) for f in fields(Moments))
+
+
+def _bincount(codes: NDArray[np.intp], values: Array, n_codes: int) -> Array:
+    """Per-code sums of ``values`` of shape (R, n) -> (R, n_codes)."""
+    r = values.shape[0]
+    flat = (codes[None, :] + n_codes * np.arange(r)[:, None]).ravel()
+    return np.bincount(flat, weights=values.ravel(), minlength=r * n_codes).reshape(r, n_codes)
+
+
+def _lab_columns(y: Array, f: Array, w: Array) -> list[Array]:
+    return [np.ones_like(y), w, w * y, w * f, f, w * w, y, y * y, f * f]
+
+
+def _unl_columns(fu: Array) -> list[Array]:
+    return [np.ones_like(fu), fu, fu * fu]
+
+
+def cluster_sums(
+    codes_l: NDArray[np.intp],
+    y: Array,
+    f: Array,
+    w: Array,
+    codes_u: NDArray[np.intp],
+    fu: Array,
+    n_codes: int,
+) -> Array:
+    """Dense per-cluster :data:`RAW` sums of one arm, shape (R, G, 12).
+
+    Args:
+        codes_l: Cluster code of each labeled session, shape (n,).
+        y: Ratings, shape (R, n).
+        f: Predictions of the labeled sessions, shape (R, n).
+        w: Labeled weights, shape (R, n) (ones when unweighted).
+        codes_u: Cluster code of each unlabeled session, shape (N,).
+        fu: Predictions of the unlabeled sessions, shape (R, N).
+        n_codes: Number of cluster codes G.
+
+    Returns:
+        The sums in the order of :data:`RAW`.
+    """
+    cols = [_bincount(codes_l, v, n_codes) for v in _lab_columns(y, f, w)]
+    cols += [_bincount(codes_u, v, n_codes) for v in _unl_columns(fu)]
+    return np.stack(cols, axis=-1)
+
+
+def per_cluster(sums: Array) -> Moments:
+    """Moments of each cluster separately from dense sums of both arms, shape (S, G, 2, 12).
+
+    Returns:
+        Moments with leading axes (S, G); ``.sum(1)`` gives the moments of all clusters.
+    """
+    s, g = sums.shape[:2]
+    lin = sums[..., [RAW_INDEX[c] for c in LIN]].reshape(s, g, 2 * len(LIN))
+    m, mu = sums[..., RAW_INDEX["m"]], sums[..., RAW_INDEX["mu"]]
+    big_m = m + mu
+    total_f = sums[..., RAW_INDEX["sf"]] + sums[..., RAW_INDEX["su"]]
+    return Moments(
+        tot=sums,
+        gram=lin[..., :, None] * lin[..., None, :],
+        g_lab=(m > 0).astype(float),
+        g_unl=(mu > 0).astype(float),
+        g_all=(big_m > 0).astype(float),
+        g_lab_union=(m > 0).any(axis=-1).astype(float),
+        g_any=(big_m > 0).any(axis=-1).astype(float),
+        t2_over_m=np.divide(total_f**2, big_m, out=np.zeros_like(big_m), where=big_m > 0),
+        m2=big_m**2,
+        mu2=mu**2,
+    )
+
+
+def _sample_sums(codes: NDArray[np.intp], cols: list[Array], n_codes: int
+                 ) -> tuple[NDArray[np.bool_], NDArray[np.intp], Array]:
+    """Per-cluster sums of one sample over the clusters it touches (in code order)."""
+    present = np.zeros(n_codes, dtype=bool)
+    present[codes] = True
+    rank = np.cumsum(present) - 1
+    k = int(present.sum())
+    return present, rank, np.stack([_bincount(rank[codes], v, k) for v in cols], axis=-1)
+
+
+def _one_chunk(arms: list[tuple], n_codes: int) -> Moments:
+    r = arms[0][1].shape[0]
+    samples = []  # (present, rank, sums, gram columns) for lab_c, unl_c, lab_t, unl_t
+    tot = np.zeros((r, 2, len(RAW)))
+    for a, (cl, y, f, w, cu, fu) in enumerate(arms):
+        pr_l, rk_l, lab = _sample_sums(cl, _lab_columns(y, f, w), n_codes)
+        pr_u, rk_u, unl = _sample_sums(cu, _unl_columns(fu), n_codes)
+        tot[:, a, :_N_LAB], tot[:, a, _N_LAB:] = lab.sum(axis=1), unl.sum(axis=1)
+        o = a * len(LIN)
+        samples.append((pr_l, rk_l, lab, np.arange(o, o + _N_LIN_LAB)))
+        samples.append((pr_u, rk_u, unl, np.arange(o + _N_LIN_LAB, o + len(LIN))))
+    gram = np.zeros((r, 2 * len(LIN), 2 * len(LIN)))
+    for p, (pr_p, rk_p, s_p, cols_p) in enumerate(samples):
+        z_p = s_p[..., : cols_p.size]
+        for q in range(p, len(samples)):
+            pr_q, rk_q, s_q, cols_q = samples[q]
+            z_q = s_q[..., : cols_q.size]
+            if q != p:
+                both = np.flatnonzero(pr_p & pr_q)
+                if both.size == 0:
+                    continue
+                z_p_, z_q = z_p[:, rk_p[both]], z_q[:, rk_q[both]]
+            else:
+                z_p_ = z_p
+            block = np.matmul(z_p_.transpose(0, 2, 1), z_q)
+            gram[:, cols_p[:, None], cols_q[None, :]] += block
+            if q != p:
+                gram[:, cols_q[:, None], cols_p[None, :]] += block.transpose(0, 2, 1)
+    per_arm = {k: np.zeros((r, 2)) for k in ("g_lab", "g_unl", "g_all", "t2", "m2", "mu2")}
+    for a in (0, 1):
+        (pr_l, _, lab, _), (pr_u, _, unl, _) = samples[2 * a], samples[2 * a + 1]
+        union = pr_l | pr_u
+        rank = np.cumsum(union) - 1
+        pos_l, pos_u = rank[np.flatnonzero(pr_l)], rank[np.flatnonzero(pr_u)]
+        k = int(union.sum())
+        total, count = np.zeros((r, k)), np.zeros(k)
+        total[:, pos_l] += lab[..., RAW_INDEX["sf"]]
+        total[:, pos_u] += unl[..., 1]
+        count[pos_l] += lab[0, :, 0]
+        count[pos_u] += unl[0, :, 0]
+        per_arm["g_lab"][:, a], per_arm["g_unl"][:, a] = pos_l.size, pos_u.size
+        per_arm["g_all"][:, a] = k
+        per_arm["t2"][:, a] = (total**2 / np.maximum(count, 1.0)).sum(axis=1)
+        per_arm["m2"][:, a] = (count**2).sum()
+        per_arm["mu2"][:, a] = (unl[0, :, 0] ** 2).sum()
+    lab_union = samples[0][0] | samples[2][0]
+    any_union = lab_union | samples[1][0] | samples[3][0]
+    return Moments(
+        tot=tot, gram=gram, g_lab=per_arm["g_lab"], g_unl=per_arm["g_unl"],
+        g_all=per_arm["g_all"], g_lab_union=np.full(r, float(lab_union.sum())),
+        g_any=np.full(r, float(any_union.sum())), t2_over_m=per_arm["t2"], m2=per_arm["m2"],
+        mu2=per_arm["mu2"],
+    )
+
+
+def session_moments(arms: list[tuple], n_codes: int) -> Moments:
+    """Moments of a batch of data sets sharing one design, from session-level arrays.
+
+    Args:
+        arms: Per arm (control first) ``(codes_l, y, f, w, codes_u, fu)``: cluster codes of the
+            labeled (n,) and unlabeled (N,) sessions and values of shape (R, n) / (R, N).
+        n_codes: Number of cluster codes shared by the arms.
+
+    Returns:
+        Moments with leading axis R (computed in chunks of replications to bound memory).
+    """
+    r = arms[0][1].shape[0]
+    per_rep = sum(arm[1].shape[1] * _N_LAB + arm[5].shape[1] * 3 for arm in arms)
+    step = max(1, _CHUNK // max(per_rep, 1))
+    if r <= step:
+        return _one_chunk(arms, n_codes)
+    parts = []
+    for start in range(0, r, step):
+        sl = slice(start, start + step)
+        parts.append(_one_chunk(
+            [(cl, y[sl], f[sl], w[sl], cu, fu[sl]) for cl, y, f, w, cu, fu in arms], n_codes))
+    return Moments.concat(parts)

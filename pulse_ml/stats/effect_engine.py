@@ -1,0 +1,391 @@
+"""Vectorized engine behind :func:`~pulse_ml.stats.arm_effect.compare_arms` and the audits.
+
+Every number of an arm comparison is a function of the additive per-cluster statistics of
+:mod:`pulse_ml.stats.cluster_moments` (totals, the Gram matrix of per-cluster sums, cluster
+counts, an ANOVA of the predictions). :func:`solve` turns a batch of them (leading axis R:
+replications of an audit or simulated data sets) into estimates, standard errors, degrees of
+freedom and lambdas in one numpy pass.
+
+Estimator (per arm; ``w`` = labeled weights, all 1 unless shift-aware):
+
+* unweighted (PPI++ of ppi_py): ``mu(lam) = ybar_w + lam (mean f~ - fbar_w)``;
+* weighted: ``mu(lam) = ybar_w + lam (mean of f over ALL sessions - fbar_w)``: the all-session
+  mean of the predictions is unbiased for the arm's population when labels are missing at random
+  given features, the unlabeled mean alone is not.
+
+Influence contributions summed per cluster g give ``alpha_g + lam delta_g`` (labeled block scaled
+by ``sqrt(kL)``, unlabeled block by ``sqrt(kU)``, see :func:`solve`); the effect's variance is
+``sum_g (psi_t,g - psi_c,g)^2`` so a user seen in both arms contributes a covariance.
+
+References:
+    A. N. Angelopoulos, J. C. Duchi, T. Zrnic. PPI++: Efficient prediction-powered inference.
+    arXiv:2311.01453, 2023.
+    A. C. Cameron, D. L. Miller. A practitioner's guide to cluster-robust inference. Journal of
+    Human Resources 50(2), 2015 (CR1 factor, t(G-1) reference).
+    S. S. Lavenberg, P. D. Welch. A perspective on the use of control variables to increase the
+    efficiency of Monte Carlo simulations. Management Science 27(3), 1981 (variance loss
+    (n-2)/(n-3) and t(n-2) for one estimated control coefficient).
+    B. L. Welch. The generalization of "Student's" problem when several different population
+    variances are involved. Biometrika 34, 1947 (Satterthwaite-Welch df).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.stats import t as student_t
+
+from pulse_ml.stats import cluster_moments as cm
+from pulse_ml.stats.cluster_moments import Moments
+
+__all__ = ["MIN_TUNE_CLUSTERS", "EngineResult", "p_value", "quantile", "solve"]
+
+MIN_TUNE_CLUSTERS = 4  # a tuned lambda costs up to 2 df of the labeled clusters (see solve)
+_I = cm.RAW_INDEX
+_L = cm.LIN_INDEX
+_K = len(cm.LIN)
+
+Array = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class EngineResult:
+    """Arrays of shape (R,) (per arm: (R, 2), control first) of a batch of comparisons."""
+
+    naive_effect: Array
+    naive_se: Array
+    naive_df: Array
+    aug_effect: Array
+    aug_se: Array
+    aug_df: Array
+    aug_se_in_sample: Array
+    mean_naive: Array
+    mean_aug: Array
+    se_naive_arm: Array
+    se_aug_arm: Array
+    lam: Array
+    n_lab: Array
+    n_unl: Array
+    g_lab: Array
+    g_unl: Array
+    g_lab_union: Array
+    g_any: Array
+    rating_var: Array
+    tuned: Array  # h of the tuned arms (0 where lambda = 0), see solve
+    pooled_floor: Array
+
+
+def _quad(u: Array, gram: Array, v: Array) -> Array:
+    return np.einsum("rk,rkl,rl->r", u, gram, v)
+
+
+def _ratio(num: Array, den: Array) -> Array:
+    return np.divide(num, den, out=np.zeros(np.broadcast(num, den).shape), where=den > 0)
+
+
+def _cr(g: Array, lost: float | Array) -> Array:
+    """Small-sample factor ``G / (G - lost)`` (0 where undefined)."""
+    return _ratio(g, g - lost) * (g > lost)
+
+
+def _clip_min(num: Array, den: Array, ub: Array) -> Array:
+    """Minimize over [0, ub] of ``2 lam num + lam^2 den`` (den >= 0)."""
+    return np.clip(_ratio(-num, den), 0.0, ub)
+
+
+def _box_ls(s: dict[str, Array], ub_t: Array, ub_c: Array) -> tuple[Array, Array]:
+    """Minimize ``Q = rr + 2 lt rt + 2 lc rc + lt^2 tt + 2 lt lc tc + lc^2 cc`` on the box.
+
+    Q is a convex quadratic (a variance), so its minimum over [0, ub_t] x [0, ub_c] is the
+    stationary point if it lies inside, else the best of the four edge minima (each a clipped
+    one-dimensional solution). ``(0, 0)`` lies on an edge, so the result never exceeds ``rr``.
+    """
+    rt, rc, tt, cc, tc = s["rt"], s["rc"], s["tt"], s["cc"], s["tc"]
+
+    def q(lt: Array, lc: Array) -> Array:
+        return 2 * lt * rt + 2 * lc * rc + lt**2 * tt + 2 * lt * lc * tc + lc**2 * cc
+
+    cands = []
+    for lc in (np.zeros_like(ub_c), ub_c):
+        cands.append((_clip_min(rt + tc * lc, tt, ub_t), lc))
+    for lt in (np.zeros_like(ub_t), ub_t):
+        cands.append((lt, _clip_min(rc + tc * lt, cc, ub_c)))
+    det = tt * cc - tc**2
+    ok = det > 1e-12 * np.maximum(tt * cc, 1e-300)
+    lt_i = _ratio(-rt * cc + rc * tc, np.where(ok, det, 0.0))
+    lc_i = _ratio(-rc * tt + rt * tc, np.where(ok, det, 0.0))
+    inside = ok & (lt_i >= 0) & (lt_i <= ub_t) & (lc_i >= 0) & (lc_i <= ub_c)
+    lts = np.stack([c[0] for c in cands] + [np.where(inside, lt_i, 0.0)])
+    lcs = np.stack([c[1] for c in cands] + [np.where(inside, lc_i, 0.0)])
+    values = q(lts, lcs)
+    values[-1] = np.where(inside, values[-1], np.inf)
+    best = np.argmin(values, axis=0)
+    cols = np.arange(lts.shape[1])
+    return lts[best, cols], lcs[best, cols]
+
+
+def _arm_vectors(
+    mom: Moments, a: int, weighted: bool, small_sample: bool, clustered: bool
+) -> dict[str, Array]:
+    """Influence coefficient vectors (over both arms' linear sums) and scalars of arm ``a``."""
+    tot = mom.tot[:, a, :]
+    r = tot.shape[0]
+    n, w_sum, n_unl = tot[:, _I["m"]], tot[:, _I["sw"]], tot[:, _I["mu"]]
+    big_m = n + n_unl
+    ybar = _ratio(tot[:, _I["swy"]], w_sum)
+    fbar_w = _ratio(tot[:, _I["swf"]], w_sum)
+    fu_bar = _ratio(tot[:, _I["su"]], n_unl)
+    f_all = _ratio(tot[:, _I["sf"]] + tot[:, _I["su"]], big_m)
+    g_lab, g_unl, g_all = mom.g_lab[:, a], mom.g_unl[:, a], mom.g_all[:, a]
+    if small_sample:
+        k_lab, k_unl, k_all = _cr(g_lab, 1.0), _cr(g_unl, 1.0), _cr(g_all, 1.0)
+    elif clustered:
+        k_lab = k_unl = k_all = _cr(g_lab, 1.0)
+    else:
+        k_lab = k_unl = k_all = np.ones(r)
+    o = a * _K
+    vec_a, vec_b, vec_u = np.zeros((r, 2 * _K)), np.zeros((r, 2 * _K)), np.zeros((r, 2 * _K))
+    vec_a[:, o + _L["swy"]] = _ratio(1.0, w_sum)
+    vec_a[:, o + _L["sw"]] = -_ratio(ybar, w_sum)
+    vec_b[:, o + _L["swf"]] = _ratio(1.0, w_sum)
+    vec_b[:, o + _L["sw"]] = -_ratio(fbar_w, w_sum)
+    if weighted:  # all-session mean of f: centered at the pooled mean, no floor needed
+        for col in ("sf", "su"):
+            vec_u[:, o + _L[col]] = _ratio(1.0, big_m)
+        for col in ("m", "mu"):
+            vec_u[:, o + _L[col]] = -_ratio(f_all, big_m)
+        k_second, shift = k_all, f_all - fbar_w
+    else:
+        vec_u[:, o + _L["su"]] = _ratio(1.0, n_unl)
+        vec_u[:, o + _L["mu"]] = -_ratio(fu_bar, n_unl)
+        k_second, shift = k_unl, fu_bar - fbar_w
+    alpha = np.sqrt(k_lab)[:, None] * vec_a
+    delta = -np.sqrt(k_lab)[:, None] * vec_b + np.sqrt(k_second)[:, None] * vec_u
+    floor = np.zeros(r)
+    if small_sample and not weighted:
+        floor = _pooled_floor(mom, a, k_unl * _quad(vec_u, mom.gram, vec_u), clustered)
+    sy, syy = tot[:, _I["sy"]], tot[:, _I["syy"]]
+    rating_var = _ratio(syy - _ratio(sy**2, n), n - 1.0)
+    return {
+        "alpha": alpha, "delta": delta, "floor": floor, "ybar": ybar, "shift": shift,
+        "n": n, "n_unl": n_unl, "g_lab": g_lab, "g_unl": g_unl, "rating_var": rating_var,
+    }
+
+
+def _pooled_floor(mom: Moments, a: int, empirical: Array, clustered: bool) -> Array:
+    """Extra variance so the unlabeled mean's variance is at least its pooled-prediction value.
+
+    ``V_pool = s^2 (N + icc (sum_h N_h^2 - N)) / N^2``: ``s^2`` (ddof 1) and the intra-user
+    correlation ``icc`` (one-way ANOVA estimator, clipped to [0, 1]) come from ALL predictions of
+    the arm, labeled and unlabeled, as ppi_py pools them for its lambda; ``N_h`` = unlabeled
+    sessions of user h. With few unlabeled sessions (or users) the empirical variance of their
+    mean has almost no degrees of freedom (exactly 0 at N = 1); the floor keeps lambda from
+    exploiting that noise.
+    """
+    tot = mom.tot[:, a, :]
+    n, n_unl = tot[:, _I["m"]], tot[:, _I["mu"]]
+    big_m = n + n_unl
+    s1 = tot[:, _I["sf"]] + tot[:, _I["su"]]
+    s2 = tot[:, _I["sff"]] + tot[:, _I["suu"]]
+    ss_total = np.maximum(s2 - _ratio(s1**2, big_m), 0.0)
+    var = _ratio(ss_total, big_m - 1.0)
+    icc = np.zeros_like(var)
+    if clustered:
+        g = mom.g_all[:, a]
+        ss_between = np.maximum(mom.t2_over_m[:, a] - _ratio(s1**2, big_m), 0.0)
+        ss_within = np.maximum(ss_total - ss_between, 0.0)
+        ms_b = _ratio(ss_between, g - 1.0)
+        ms_w = _ratio(ss_within, big_m - g)
+        n0 = _ratio(big_m - _ratio(mom.m2[:, a], big_m), g - 1.0)
+        sigma_b = np.maximum(_ratio(ms_b - ms_w, n0), 0.0)
+        icc = np.clip(_ratio(sigma_b, sigma_b + ms_w), 0.0, 1.0)
+    v_pool = var * _ratio(n_unl + icc * (mom.mu2[:, a] - n_unl), n_unl**2)
+    return np.maximum(v_pool - empirical, 0.0)
+
+
+def _effective_clusters(mom: Moments) -> tuple[Array, Array]:
+    """Effective numbers of labeled clusters per arm, shape (R, 2), and of the effect, (R,).
+
+    Bell-McCaffrey df of a weighted sum under an independence working model: with variance shares
+    ``v_g``, ``G* = (sum_g v_g)^2 / sum_g v_g^2``. A (weighted) mean: ``v_g = sum_{i in g} w_i^2
+    / W^2``, so ``G* = (sum_i w_i^2)^2 / sum_g (sum_{i in g} w_i^2)^2`` (= n for independent
+    unweighted sessions, = G for equal cluster sizes, small when a few users or a few large
+    weights carry the labels). The effect: ``v_g = sww_t,g / W_t^2 + sww_c,g / W_c^2``, which
+    counts a user with labels in both arms once.
+    """
+    oc, ot = _L["sww"], _K + _L["sww"]
+    sww_c, sww_t = mom.tot[:, 0, _I["sww"]], mom.tot[:, 1, _I["sww"]]
+    w2_c, w2_t = mom.tot[:, 0, _I["sw"]] ** 2, mom.tot[:, 1, _I["sw"]] ** 2
+    g = mom.gram
+    per_arm = np.stack([_ratio(sww_c**2, g[:, oc, oc]), _ratio(sww_t**2, g[:, ot, ot])], axis=1)
+    sum_v = _ratio(sww_c, w2_c) + _ratio(sww_t, w2_t)
+    sum_v2 = (_ratio(g[:, oc, oc], w2_c**2) + _ratio(g[:, ot, ot], w2_t**2)
+              + 2 * _ratio(g[:, oc, ot], w2_c * w2_t))
+    return per_arm, _ratio(sum_v**2, sum_v2)
+
+
+def _ppi_py_lambda(mom: Moments, a: int) -> Array:
+    """``clip(Cov0(Y, f) / ((1 + n/N) Var1(pooled f)), 0, 1)`` of ppi_py (singleton clusters)."""
+    tot, o = mom.tot[:, a, :], a * _K
+    n, n_unl = tot[:, _I["m"]], tot[:, _I["mu"]]
+    ybar, fbar = _ratio(tot[:, _I["sy"]], n), _ratio(tot[:, _I["sf"]], n)
+    cov = _ratio(mom.gram[:, o + _L["swy"], o + _L["swf"]], n) - ybar * fbar
+    s1, big_m = tot[:, _I["sf"]] + tot[:, _I["su"]], n + n_unl
+    var = _ratio(tot[:, _I["sff"]] + tot[:, _I["suu"]] - _ratio(s1**2, big_m), big_m - 1.0)
+    return np.clip(_ratio(cov, (1.0 + _ratio(n, n_unl)) * var), 0.0, 1.0)
+
+
+def _welch_df(v: Array, nu: Array, cap: Array) -> Array:
+    """Satterthwaite-Welch df of a sum of per-arm variances ``v`` (R, 2) with dfs ``nu``."""
+    num = v.sum(axis=1) ** 2
+    den = (_ratio(v**2, nu)).sum(axis=1)
+    df = np.where(den > 0, _ratio(num, den), nu.min(axis=1))
+    return np.clip(np.minimum(df, cap), 1.0, None)
+
+
+def solve(
+    mom: Moments,
+    weighted: bool = False,
+    small_sample: bool = True,
+    lam_mode: str = "joint",
+    clustered: bool = True,
+) -> EngineResult:
+    """Estimates, standard errors, dfs and lambdas of a batch of comparisons.
+
+    Args:
+        mom: Moments of both arms (control = arm 0).
+        weighted: Use the shift-aware (all-session prediction mean) estimator.
+        small_sample: Apply the small-sample rules below (else: ddof 0 / CR1 with the labeled
+            cluster count, normal quantiles, no floor, no tuning inflation).
+        lam_mode: ``"joint"``: (lam_c, lam_t) minimize the effect's variance over [0, 1]^2;
+            ``"per_arm"``: each arm minimizes its own variance (without small-sample rules,
+            clusters or weights: ppi_py's pooled-variance lambda, as ``ppi_mean_ci``).
+        clustered: Cluster codes are users (else each session is its own cluster; only changes
+            the legacy factors and the pooled intra-user correlation, which is 0 then).
+
+    Returns:
+        The batch of results. Rows where an arm cannot be estimated (fewer than 2 labeled
+        clusters, ratings without variance) hold zeros; callers check ``g_lab`` and
+        ``rating_var``.
+
+    Notes:
+        Small-sample rules (``small_sample=True``), G_L = labeled clusters of the arm:
+
+        * labeled block ``x sqrt(G_L / (G_L - 1))`` (CR1 on labeled users only; for singleton
+          clusters exactly ddof = 1), unlabeled block ``x sqrt(G_U / (G_U - 1))``;
+        * the unlabeled mean's variance is at least its pooled-prediction value
+          (:func:`_pooled_floor`), added as ``lam^2 * floor``;
+        * a tuned lambda (> 0) multiplies the arm's augmented variance by
+          ``(G_L - 1) / (G_L - 1 - 2 h)`` and lowers its df by ``h``, where
+          ``h = s_dd / (s_dd + floor)`` is the share of the control term's variance that is
+          estimated from the data (1 with many unlabeled sessions). At h = 1 this is
+          Lavenberg & Welch's loss ``(n - 2)/(n - 3)`` of an estimated control coefficient times
+          the residual ddof ``(n - 1)/(n - 2)``: the in-sample optimism of the fitted lambda plus
+          the variance of lambda itself, each ``h/G`` to first order; with few unlabeled sessions
+          lambda is shrunk by the floor and barely random, h ~ 0. Arms with fewer than
+          :data:`MIN_TUNE_CLUSTERS` labeled clusters keep lambda = 0;
+        * t quantiles: per-arm df ``G*_a - 1`` (naive) or ``G*_a - 1 - h`` (tuned), with G*
+          the effective number of labeled clusters (:func:`_effective_clusters`; = n for i.i.d.
+          sessions, so the naive interval is Welch's), combined by Welch-Satterthwaite over the
+          arm variances and capped at ``G*_effect - 2 - sum h`` (a user with labels in both
+          arms counts once).
+
+        The lambdas minimize the in-sample (uninflated) variance, which is therefore never above
+        the naive one; :attr:`EngineResult.aug_se_in_sample` reports it.
+    """
+    if lam_mode not in ("joint", "per_arm"):
+        raise ValueError(f"lam_mode must be 'joint' or 'per_arm', got {lam_mode!r}")
+    gram = mom.gram
+    arms = [_arm_vectors(mom, a, weighted, small_sample, clustered) for a in (0, 1)]
+    c, t = arms
+    r = c["alpha"].shape[0]
+    ub = []
+    for arm in arms:
+        can = (arm["n_unl"] > 0) & (arm["n"] > 0)
+        if small_sample:
+            can &= arm["g_lab"] >= MIN_TUNE_CLUSTERS
+        ub.append(can.astype(float))
+    if lam_mode == "joint":
+        r_vec = t["alpha"] - c["alpha"]
+        s = {
+            "rt": _quad(t["delta"], gram, r_vec), "rc": -_quad(c["delta"], gram, r_vec),
+            "tt": _quad(t["delta"], gram, t["delta"]) + t["floor"],
+            "cc": _quad(c["delta"], gram, c["delta"]) + c["floor"],
+            "tc": -_quad(t["delta"], gram, c["delta"]),
+        }
+        lam_t, lam_c = _box_ls(s, ub[1], ub[0])
+        lam = np.stack([lam_c, lam_t], axis=1)
+    elif not (small_sample or clustered or weighted):  # ppi_py's pooled-variance lambda
+        lam = np.stack([_ppi_py_lambda(mom, a) * ub[a] for a in (0, 1)], axis=1)
+    else:
+        lam = np.stack([
+            _clip_min(_quad(arm["delta"], gram, arm["alpha"]),
+                      _quad(arm["delta"], gram, arm["delta"]) + arm["floor"], ub[a])
+            for a, arm in enumerate(arms)
+        ], axis=1)
+    # share of the control's variance estimated from the labeled clusters (1 without floor)
+    s_dd = np.stack([_quad(arm["delta"], gram, arm["delta"]) for arm in arms], 1)
+    floors = np.stack([arm["floor"] for arm in arms], 1)
+    lost = np.where(lam > 0, _ratio(s_dd, s_dd + floors), 0.0)
+    if small_sample:
+        g_lab = np.stack([c["g_lab"], t["g_lab"]], axis=1)
+        infl = np.where(lam > 0, _ratio(g_lab - 1.0, g_lab - 1.0 - 2.0 * lost), 1.0)
+    else:
+        infl = np.ones((r, 2))
+    psi = [np.sqrt(infl[:, a])[:, None] * (arm["alpha"] + lam[:, a, None] * arm["delta"])
+           for a, arm in enumerate(arms)]
+    psi0 = [arm["alpha"] + lam[:, a, None] * arm["delta"] for a, arm in enumerate(arms)]
+    floor_part = np.stack([lam[:, a] ** 2 * arm["floor"] for a, arm in enumerate(arms)], 1)
+    v_aug_arm = np.stack([_quad(psi[a], gram, psi[a]) for a in (0, 1)], 1) + infl * floor_part
+    v_naive_arm = np.stack([_quad(arm["alpha"], gram, arm["alpha"]) for arm in arms], 1)
+    d_aug = psi[1] - psi[0]
+    v_aug = _quad(d_aug, gram, d_aug) + (infl * floor_part).sum(axis=1)
+    d0 = psi0[1] - psi0[0]
+    v_in = _quad(d0, gram, d0) + floor_part.sum(axis=1)
+    dn = t["alpha"] - c["alpha"]
+    v_naive = _quad(dn, gram, dn)
+    mean_naive = np.stack([c["ybar"], t["ybar"]], 1)
+    mean_aug = mean_naive + lam * np.stack([c["shift"], t["shift"]], 1)
+    if small_sample:
+        g_eff, g_eff_effect = _effective_clusters(mom)
+        cap = np.minimum(mom.g_lab_union, g_eff_effect) - 2.0
+        df_naive = _welch_df(v_naive_arm, g_eff - 1.0, cap)
+        df_aug = _welch_df(v_aug_arm, g_eff - 1.0 - lost, cap - lost.sum(axis=1))
+    else:
+        df_naive = df_aug = np.full(r, np.inf)
+    return EngineResult(
+        naive_effect=mean_naive[:, 1] - mean_naive[:, 0],
+        naive_se=np.sqrt(np.maximum(v_naive, 0.0)),
+        naive_df=df_naive,
+        aug_effect=mean_aug[:, 1] - mean_aug[:, 0],
+        aug_se=np.sqrt(np.maximum(v_aug, 0.0)),
+        aug_df=df_aug,
+        aug_se_in_sample=np.sqrt(np.maximum(v_in, 0.0)),
+        mean_naive=mean_naive,
+        mean_aug=mean_aug,
+        se_naive_arm=np.sqrt(np.maximum(v_naive_arm, 0.0)),
+        se_aug_arm=np.sqrt(np.maximum(v_aug_arm, 0.0)),
+        lam=lam,
+        n_lab=np.stack([c["n"], t["n"]], 1),
+        n_unl=np.stack([c["n_unl"], t["n_unl"]], 1),
+        g_lab=np.stack([c["g_lab"], t["g_lab"]], 1),
+        g_unl=np.stack([c["g_unl"], t["g_unl"]], 1),
+        g_lab_union=mom.g_lab_union,
+        g_any=mom.g_any,
+        rating_var=np.stack([c["rating_var"], t["rating_var"]], 1),
+        tuned=lost,
+        pooled_floor=np.stack([c["floor"], t["floor"]], 1),
+    )
+
+
+def quantile(alpha: float, df: Array) -> Array:
+    """Two-sided ``t_{1 - alpha/2}`` quantile (normal where ``df`` is infinite)."""
+    return student_t.ppf(1.0 - alpha / 2.0, df)
+
+
+def p_value(effect: Array, se: Array, df: Array) -> Array:
+    """Two-sided p-value of ``effect / se`` against t(df) (NaN where se = 0)."""
+    stat = np.divide(np.abs(effect), se, out=np.full_like(se, np.nan), where=se > 0)
+    return 2.0 * student_t.sf(stat, df)

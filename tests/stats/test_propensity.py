@@ -1,0 +1,102 @@
+"""Shift-aware PPI++: labels missing at random given a feature; reweighting restores coverage."""
+
+import numpy as np
+import pytest
+import validity_sims as sims
+from scipy import stats
+
+from pulse_ml.errors import PulseError
+from pulse_ml.stats.arm_effect import compare_arms
+from pulse_ml.stats.propensity import (
+    crossfit_propensity,
+    inverse_propensity_weights,
+    prediction_shift,
+)
+
+
+def _compare(data, propensity=None):
+    _, lab, arm, y, f, _, _ = data
+    c, t = (arm == 0), (arm == 1)
+    kw = {}
+    if propensity is not None:
+        kw = {"w_c": inverse_propensity_weights(propensity[c], lab[c]),
+              "w_t": inverse_propensity_weights(propensity[t], lab[t])}
+    return compare_arms(y[c & lab], f[c & lab], f[c & ~lab], y[t & lab], f[t & lab],
+                        f[t & ~lab], **kw)
+
+
+def _covers(res, tau):
+    return res.augmented.ci_lower <= tau <= res.augmented.ci_upper
+
+
+def test_stats_reweighting_restores_coverage_under_feature_dependent_labeling():
+    # Raters over-represent high-x sessions, where the treatment helps more: unweighted PPI++
+    # targets the wrong population. MC error: 1,500 replications give s.d. 0.0056 around 0.95
+    # (0.94 bar at 1.8 s.d.); 150 with cross-fitted propensities give s.d. 0.018 (0.91 bar at
+    # 2.2 s.d.; a true 0.85 would pass it with probability 0.02). Unweighted: 0.72 measured.
+    reps, reps_crossfit = 1500, 150
+    unweighted, true_w, crossfit = [], [], []
+    for r in range(reps):
+        data = sims.shifted_labeling(r)
+        tau = data[-1]
+        unweighted.append(_covers(_compare(data), tau))
+        true_w.append(_covers(_compare(data, data[5]), tau))
+        if r < reps_crossfit:
+            p_hat = crossfit_propensity(data[0], data[1], seed=r)
+            crossfit.append(_covers(_compare(data, p_hat), tau))
+    print(f"unweighted {np.mean(unweighted):.3f}, true propensity {np.mean(true_w):.3f}, "
+          f"cross-fitted {np.mean(crossfit):.3f}")
+    assert np.mean(unweighted) < 0.8
+    assert np.mean(true_w) >= 0.94
+    assert np.mean(crossfit) >= 0.91
+
+
+def test_stats_crossfit_propensity_is_seeded_clipped_and_close_to_truth():
+    x_feat, lab, _, _, _, true_p, _ = sims.shifted_labeling(1)
+    p = crossfit_propensity(x_feat, lab, seed=3)
+    np.testing.assert_array_equal(p, crossfit_propensity(x_feat, lab, seed=3))
+    assert not np.array_equal(p, crossfit_propensity(x_feat, lab, seed=4))  # folds differ
+    assert np.corrcoef(p, true_p)[0, 1] > 0.95
+    assert p.min() >= 0.01 and p.max() <= 0.99
+    clipped = crossfit_propensity(x_feat, lab, seed=3, clip=0.2)
+    assert clipped.min() == pytest.approx(0.2) and clipped.max() <= 0.8
+    groups = np.arange(lab.size) // 5
+    assert crossfit_propensity(x_feat, lab, groups=groups).shape == lab.shape
+    with pytest.raises(PulseError, match="at least 5 labeled and unlabeled"):
+        crossfit_propensity(x_feat[:10], np.arange(10) < 2)
+    with pytest.raises(PulseError, match="NaN"):
+        crossfit_propensity(np.full((10, 1), np.nan), np.arange(10) < 5)
+    w = inverse_propensity_weights(p, lab)
+    assert w.size == lab.sum() and np.allclose(w, 1 / p[lab])
+
+
+def test_stats_weighted_compare_formulas():
+    rng = np.random.default_rng(2)
+    y, f, fu = rng.normal(size=60), rng.normal(size=60), rng.normal(size=300)
+    w = rng.uniform(0.5, 4.0, 60)
+    res = compare_arms(y, f, fu, y + 0.3, f, fu, w_c=w, w_t=w)
+    assert res.weighted
+    assert res.mean_control_naive == pytest.approx(np.sum(w * y) / w.sum(), rel=1e-12)
+    f_all = np.concatenate([f, fu]).mean()  # prediction mean over ALL sessions of the arm
+    lam = res.lambda_control
+    expected = np.sum(w * (y - lam * f)) / w.sum() + lam * f_all
+    assert res.mean_control_augmented == pytest.approx(expected, rel=1e-12)
+    # equal weights: the same estimator family as unweighted PPI++ (lambda rescaled by N/(n+N))
+    ones = compare_arms(y, f, fu, y + 0.3, f, fu, w_c=np.ones(60), w_t=np.ones(60))
+    assert ones.naive.se == pytest.approx(compare_arms(y, f, fu, y + 0.3, f, fu).naive.se)
+
+
+def test_stats_prediction_shift_statistics():
+    rng = np.random.default_rng(3)
+    fl, fu = rng.normal(0.5, 1.0, 400), rng.normal(0.0, 1.2, 900)
+    shift = prediction_shift(fl, fu)
+    smd = (fl.mean() - fu.mean()) / np.sqrt((fl.var(ddof=1) + fu.var(ddof=1)) / 2)
+    assert shift.smd == pytest.approx(smd, rel=1e-12)
+    u = stats.mannwhitneyu(fl, fu)
+    assert shift.rank_biserial == pytest.approx(2 * u.statistic / (400 * 900) - 1, rel=1e-12)
+    assert shift.p_value == pytest.approx(u.pvalue) and shift.rank_biserial > 0.15
+    same = prediction_shift(fu[:450], fu[450:])
+    assert abs(same.smd) < 0.15 and abs(same.rank_biserial) < 0.1
+    assert prediction_shift(np.ones(3), np.ones(4)).rank_biserial == 0.0
+    with pytest.raises(PulseError, match="at least 2"):
+        prediction_shift([1.0], [1.0, 2.0])
