@@ -119,7 +119,10 @@ def analyse(table: SessionTable, preds: np.ndarray, study: CaseStudy,
     control = arm_data(table, preds, study, study.control, codes)
     treatment = arm_data(table, preds, study, study.treatment, codes)
     _check_arms(table.path, study, control, treatment, settings)
-    comparison = compare(control, treatment, settings)
+    try:
+        comparison = compare(control, treatment, settings)
+    except PulseError as exc:
+        raise PulseError(f"{table.path}: case study '{study.name}': {exc}") from exc
     p_naive = permutation_pvalue(control.y, treatment.y, n_permutations=settings.n_permutations,
                                  seed=settings.seed)
     kinds = table.features.kinds
@@ -144,11 +147,13 @@ def _check_arms(path: str, study: CaseStudy, control: ArmData, treatment: ArmDat
                              "needs unlabeled sessions to add information (with every session "
                              "rated, the naive estimate is the answer). Leave this case study "
                              "out with case_studies=[...] or add its unrated sessions.")
-        users = np.unique(np.concatenate([arm.users, arm.users_unl]))
+        users = np.unique(arm.users)  # the labeled users carry the variance
         if settings.clusters and users.size < 2:
-            raise PulseError(f"{where}: all its sessions belong to one user, so a "
-                             "cluster-robust interval is impossible. Use clusters=none (and "
-                             "read the result as about that user) or collect more users.")
+            raise PulseError(f"{where}: all its labeled sessions belong to one user, so a "
+                             "cluster-robust interval is impossible (unlabeled sessions of "
+                             "other users cannot replace labeled ones). Use clusters=none (and "
+                             "read the result as about that user) or collect ratings from more "
+                             "users.")
 
 
 def effects_frame(results: list[CaseStudyResult]) -> pd.DataFrame:

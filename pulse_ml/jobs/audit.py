@@ -1,13 +1,16 @@
-"""Check that the intervals hold on your own data: hide labels many times and measure coverage.
+"""Check that the intervals hold on your own data: a split-half audit that can fail.
 
-For ``case_study=NAME``: R times (``replications``, seeded) hides the labels of ``hide_share`` of
-the case study's labeled sessions, recomputes the naive and PPI++ intervals on the rest with the
-honest (cross-fitted) predictions, and reports how often each interval covers the reference
-(the all-labels naive estimate, or with ``reference=truth`` the true effect of simulated data) and
-the mean width ratio augmented/naive. Writes audit_<name>.csv/json to ``output``.
+For ``case_study=NAME``: ``split_half.replications`` times (seeded) the case study's users are
+split into two independent halves; the augmented (PPI++) interval on one half and the naive one
+on the other must agree within their combined interval about 1 - alpha of the time. The pass
+rate, its Monte-Carlo error and a verdict (valid / too narrow / inconclusive) are printed, for
+the augmented and the naive method. Then the labeled-vs-unlabeled consistency check: R times
+(``replications``) it hides ``hide_share`` of the labels and compares with the all-labels
+estimate (it reacts to a labeled/unlabeled prediction shift; it is not a coverage check).
+Writes audit_<name>.csv/json to ``output``.
 
 Example:
-    pulse-ml audit case_study=plan replications=500
+    pulse-ml audit case_study=plan split_half.replications=2000
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+import numpy as np
 
 from pulse_ml import settings as shared
 from pulse_ml.config import Node, choice, flag, number, require
@@ -39,6 +44,7 @@ class AuditSettings:
     reference: str
     hide_share: float
     replications: int
+    split_half_replications: int
     seed: int
     settings: InferenceSettings
     case_studies: dict[str, CaseStudy]
@@ -59,6 +65,8 @@ def settings_from_config(cfg: Node) -> AuditSettings:
         reference=choice(cfg, "reference", "audit", REFERENCES),
         hide_share=number(cfg, "hide_share", "audit", 0, 1, open_interval=True),
         replications=number(cfg, "replications", "audit", 1, None, integer=True), seed=seed,
+        split_half_replications=number(cfg, "split_half.replications", "audit", 10, None,
+                                       integer=True),
         settings=InferenceSettings(
             alpha=number(cfg, "alpha", "audit", 0, 1, open_interval=True),
             clusters=choice(cfg, "clusters", "audit", CLUSTER_MODES) == "user_id", seed=seed),
@@ -66,9 +74,27 @@ def settings_from_config(cfg: Node) -> AuditSettings:
         progress=flag(cfg, "progress", "audit", True))
 
 
+def _verdict_sentence(a) -> str:
+    if a.verdict == "valid":
+        return "the augmented intervals look valid on this data (" + a.reason + ")."
+    if a.verdict == "too narrow":
+        return ("the augmented intervals are TOO NARROW on this data (" + a.reason + "); do not "
+                "trust them: check the label shift, the predictions mode and clusters=user_id.")
+    return "inconclusive at this number of labels or splits (" + a.reason + ")."
+
+
+def _printer(width: int = 100):
+    import textwrap
+
+    def say(line: str) -> None:
+        print(textwrap.fill(line, width, subsequent_indent="     ", break_on_hyphens=False))
+
+    return say
+
+
 def run(cfg: Node):
     """Entry point of ``pulse-ml audit``."""
-    from pulse_ml.inference.audit import audit
+    from pulse_ml.inference.audit import audit, split_half
     from pulse_ml.registry import models
 
     job = settings_from_config(cfg)
@@ -84,37 +110,51 @@ def run(cfg: Node):
             raise PulseError(f"reference=truth: no ground_truth.json with case study '{name}' "
                              f"next to {job.data_path}. Use reference=all_labels.")
         reference = truth[name]
-    res = audit(table, preds, table.case_study(name), settings, job.replications,
-                job.hide_share, job.seed, reference, job.progress)
+    study = table.case_study(name)
+    halves = split_half(table, preds, study, settings, job.split_half_replications, job.seed)
+    res = audit(table, preds, study, settings, job.replications, job.hide_share, job.seed,
+                reference, job.progress)
     out = job.output
     out.mkdir(parents=True, exist_ok=True)
     res.per_replication.to_csv(out / f"audit_{name}.csv", index=False)
+    split = {m: {k: v for k, v in asdict(a).items() if k != "per_replication"}
+             for m, a in halves.items()}
     summary = {k: v for k, v in asdict(res).items() if k != "per_replication"}
-    (out / f"audit_{name}.json").write_text(json.dumps({**summary, "mode": mode}, indent=2))
+    (out / f"audit_{name}.json").write_text(json.dumps(
+        {**summary, "mode": mode, "split_half": split,
+         "verdict": halves["augmented"].verdict}, indent=2, default=str))
     nominal = 1 - settings.alpha
+    say = _printer()
     for note in notes:
-        print(f"note: {note}")
-    print(f"audit of '{name}': {res.replications} replications hiding {res.hide_share:.0%} of "
-          f"its labels ({mode} predictions); reference = {res.reference_kind}")
-    expected = (f"   (a valid interval: ~{res.expected_coverage:.3f})"
-                if res.expected_coverage is not None else f"   (nominal {nominal:.2f})")
-    print(f"  raw coverage         naive {res.coverage_naive:.3f}   augmented "
-          f"{res.coverage_augmented:.3f}{expected}")
-    print(f"  calibrated coverage  naive {res.calibrated_coverage_naive:.3f}   augmented "
+        say(f"note: {note}")
+    unit = "users" if settings.clusters else "sessions"
+    print(f"audit of '{name}' ({mode} predictions, {unit} as independent units)")
+    print(f"1. split-half audit: {halves['augmented'].replications} random splits of the {unit} "
+          "into two halves;")
+    say("   passes when the two halves' estimates differ by no more than their intervals allow "
+        f"(a valid method passes ~{nominal:.0%} of splits)")
+    for method, a in halves.items():
+        print(f"   {method:9s} pass rate {a.rate:.3f} ± {a.mc_se:.3f} (Monte-Carlo s.e.)  "
+              f"-> {a.verdict}")
+    say(f"   verdict: {_verdict_sentence(halves['augmented'])}")
+    print("2. labeled-vs-unlabeled consistency (hide labels, compare with all labels; "
+          "not a coverage check):")
+    print(f"   {res.replications} replications hiding {res.hide_share:.0%} of the labels; "
+          f"reference = {res.reference_kind}")
+    expected = (f"(a valid interval: ~{res.expected_coverage:.3f})"
+                if res.expected_coverage is not None else f"(nominal {nominal:.2f})")
+    mc = np.sqrt(max(res.coverage_augmented * (1 - res.coverage_augmented), 1e-12)
+                 / res.replications)
+    print(f"   raw coverage         naive {res.coverage_naive:.3f}   augmented "
+          f"{res.coverage_augmented:.3f} ± {mc:.3f}  {expected}")
+    print(f"   calibrated coverage  naive {res.calibrated_coverage_naive:.3f}   augmented "
           f"{res.calibrated_coverage_augmented:.3f}   (nominal {nominal:.2f})")
-    print(f"  mean CI width        naive {res.mean_width_naive:.4f}   augmented "
+    print(f"   mean CI width        naive {res.mean_width_naive:.4f}   augmented "
           f"{res.mean_width_augmented:.4f}   ratio {res.mean_width_ratio:.3f}")
-    if reference is not None:
-        print("  note: every replication re-uses one data set, so coverage of the true effect "
-              "is one sample's story; the calibrated coverage checks the method.")
-    if res.calibrated_coverage_naive < nominal - 0.1:
-        print("  warning: even the naive intervals under-cover when labels are hidden: a few "
-              "users with many sessions may dominate this case study (cluster-robust variances "
-              "are unreliable then); read its intervals with care.")
     if res.calibrated_coverage_augmented < min(nominal, res.calibrated_coverage_naive) - 0.05:
-        print("  warning: the augmented intervals are too narrow on this data; check the label "
-              "shift (label_shift.csv from pulse-ml infer) and the predictions mode.")
+        say("   warning: labeled sessions look different from unlabeled ones to the predictor "
+            "(the consistency check falls short); check label_shift.csv from pulse-ml infer.")
     if mode == "in_sample":
-        print("  warning: in_sample predictions leak labels; this audit cannot vouch for them.")
-    print(f"written: {out / f'audit_{name}.json'}, {out / f'audit_{name}.csv'}")
+        say("   warning: in_sample predictions leak labels; this audit cannot vouch for them.")
+    say(f"written: {out / f'audit_{name}.json'}, {out / f'audit_{name}.csv'}")
     return res

@@ -200,6 +200,8 @@ def run_settings(job: InferJob) -> pd.DataFrame:
             "n_labeled_without_oof": int(table.labeled.sum()) - n_oof
             if job.mode == "crossfit" else None,
             "notes": list(table.notes) + honesty_notes, "true_effects": truth or None,
+            "warnings": {r.study.name: list(r.comparison.warnings) for r in results
+                         if r.comparison.warnings},
             "valid_intervals": job.mode == "crossfit"}
     tags = {} if version is None else dict(version.tags or {})
     lineage = {"model_uri": job.model_uri, "version": meta["model_version"],
@@ -217,12 +219,15 @@ def run_settings(job: InferJob) -> pd.DataFrame:
         print(text_table(printable(effects, truth), digits=3))
     for note in (*table.notes, *honesty_notes):
         say(f"note: {note}")
+    for r in results:
+        for warning in r.comparison.warnings:
+            say(f"warning: {r.study.name}: {warning}")
     shifted = [(r.study.name, row) for r in results if len(r.shift)
                for row in r.shift[r.shift["large"]].itertuples(index=False)]
     if shifted and truth:  # simulated data: the simulator makes this shift on purpose
         cols = sorted({row.feature for _, row in shifted})
         say(f"note: as in the paper, rated demo sessions have more user messages, so "
-            f"{len(shifted)} case stud{'y' if len(shifted) == 1 else 'ies'} show a "
+            f"{len(shifted)} case stud{'y shows' if len(shifted) == 1 else 'ies show'} a "
             f"labeled-vs-unlabeled shift in {', '.join(cols)} (expected; see label_shift.csv).")
     else:
         for name, row in shifted:

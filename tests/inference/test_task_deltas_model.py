@@ -36,7 +36,9 @@ def test_model_deltas_per_category_written(registered, pulse_home, capsys):
     assert not mine.loc["Testing code", "used"]
     assert "no task_category value maps" in mine.loc["Testing code", "note"]
     used = mine[mine["used"]]
-    assert len(used) >= 3
+    # An arm whose ratings are all equal has no interval (issue 15: refused, with the reason).
+    zero_var = mine["note"].fillna("").str.contains("variance is 0")
+    assert len(used) + int(zero_var.sum()) >= 3 and len(used) >= 2
     assert (used["n_labeled_control"] >= 3).all() and (used["n_labeled_treatment"] >= 3).all()
     assert (used["delta_h_ci_lower"] <= used["delta_h"]).all()
     assert (used["delta_h"] <= used["delta_h_ci_upper"]).all()
@@ -50,7 +52,10 @@ def test_model_deltas_per_category_written(registered, pulse_home, capsys):
     assert isinstance(ci_row["skipped"], str) and "fewer than 3 labeled" in ci_row["skipped"]
     row = corr[(corr["comparison"] == "claude4_vs_gpt5") & (corr["source"] == "model")].iloc[0]
     assert row["n_points"] == len(used)
-    assert -1 <= row["pearson_r"] <= 1
+    if len(used) >= 3:
+        assert -1 <= row["pearson_r"] <= 1
+    else:  # two points have no correlation: reported as missing, not as a number
+        assert pd.isna(row["pearson_r"])
     summary = json.loads((out / "correlation.json").read_text())
     assert summary["model_family"] == "lightgbm"
 

@@ -91,6 +91,9 @@ def test_audit_reports_calibrated_coverage(small_demo, registered, cli, pulse_ho
     assert report["expected_coverage"] == pytest.approx(0.9944, abs=1e-3)
     assert 0.85 <= report["calibrated_coverage_augmented"] <= 1.0
     assert "calibrated coverage" in res.stdout
+    split = report["split_half"]["augmented"]
+    assert split["verdict"] in ("valid", "inconclusive") and 0.85 <= split["rate"] <= 1.0
+    assert 0 < split["mc_se"] < 0.05 and "split-half audit" in res.stdout
 
 
 def test_plan_with_a_useless_predictor_promises_nothing(small_demo, registered, cli):
