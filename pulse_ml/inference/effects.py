@@ -7,7 +7,7 @@ and returns typed results. The honest predictions come from
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -15,7 +15,15 @@ import pandas as pd
 from pulse_ml.errors import PulseError
 from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.table import SessionTable
-from pulse_ml.stats import compare_arms, compare_features, labeled_shift, permutation_pvalue
+from pulse_ml.stats import (
+    compare_arms,
+    compare_features,
+    crossfit_propensity,
+    inverse_propensity_weights,
+    labeled_shift,
+    permutation_pvalue,
+    prediction_shift,
+)
 from pulse_ml.stats.arm_effect import ArmComparison
 
 # Options of the ``clusters`` setting (value -> meaning).
@@ -37,6 +45,7 @@ class InferenceSettings:
     clusters: bool = True
     n_permutations: int = 10_000
     seed: int = 0
+    reweight: bool = False  # shift-aware PPI++: labeled sessions weighted by 1/propensity
 
 
 @dataclass(frozen=True)
@@ -49,6 +58,7 @@ class CaseStudyResult:
     features: pd.DataFrame
     shift: pd.DataFrame
     clustered: bool = False
+    prediction_shift: pd.DataFrame | None = None
 
     def rows(self) -> list[dict]:
         """The two result rows (naive, augmented) with :data:`EFFECT_COLUMNS`."""
@@ -87,6 +97,7 @@ class ArmData:
     users_unl: np.ndarray
     rows: pd.DataFrame
     rows_unl: pd.DataFrame
+    w: np.ndarray | None = None
 
 
 def arm_data(table: SessionTable, preds: np.ndarray, study: CaseStudy, condition: str,
@@ -108,6 +119,8 @@ def compare(control: ArmData, treatment: ArmData, settings: InferenceSettings) -
     if settings.clusters:
         kw = {"clusters_c": control.users, "clusters_t": treatment.users,
               "clusters_unl_c": control.users_unl, "clusters_unl_t": treatment.users_unl}
+    if control.w is not None and treatment.w is not None:
+        kw.update(w_c=control.w, w_t=treatment.w)
     return compare_arms(control.y, control.f, control.f_unl, treatment.y, treatment.f,
                         treatment.f_unl, alpha=settings.alpha, **kw)
 
@@ -119,6 +132,8 @@ def analyse(table: SessionTable, preds: np.ndarray, study: CaseStudy,
     control = arm_data(table, preds, study, study.control, codes)
     treatment = arm_data(table, preds, study, study.treatment, codes)
     _check_arms(table.path, study, control, treatment, settings)
+    if settings.reweight:
+        control, treatment = _reweighted(table, study, control, treatment, codes, settings.seed)
     try:
         comparison = compare(control, treatment, settings)
     except PulseError as exc:
@@ -133,7 +148,38 @@ def analyse(table: SessionTable, preds: np.ndarray, study: CaseStudy,
     shift = labeled_shift(lab, unl, kinds) if len(unl) else pd.DataFrame()
     if len(shift):
         shift.insert(0, "case_study", study.name)
-    return CaseStudyResult(study, comparison, float(p_naive), feats, shift, settings.clusters)
+    pred_shift = pd.DataFrame([
+        {"case_study": study.name, "arm": role, "condition": cond,
+         **asdict(prediction_shift(arm.f, arm.f_unl))}
+        for role, cond, arm in (("control", study.control, control),
+                                ("treatment", study.treatment, treatment))])
+    return CaseStudyResult(study, comparison, float(p_naive), feats, shift, settings.clusters,
+                           pred_shift)
+
+
+def _reweighted(table: SessionTable, study: CaseStudy, control: ArmData, treatment: ArmData,
+                codes: np.ndarray, seed: int) -> tuple[ArmData, ArmData]:
+    """Arms whose labeled sessions carry inverse labeling-propensity weights.
+
+    The propensity P(labeled | features, arm) is cross-fitted (folds keep users together) on
+    the case study's sessions, so no session's weight comes from a model that saw it.
+    """
+    frame = table.frame
+    rows = [((frame["case_study"] == study.name) & (frame["condition"] == cond)).to_numpy()
+            for cond in (study.control, study.treatment)]
+    in_study = rows[0] | rows[1]
+    cols = table.features.of_kind("categorical", "count", "flag", "numeric")
+    sub = frame.loc[in_study, cols]
+    cats = table.features.of_kind("categorical")
+    x = pd.get_dummies(sub, columns=cats, dtype=float).to_numpy(float)
+    x = np.column_stack([x, rows[1][in_study].astype(float)])
+    labeled = table.labeled[in_study]
+    p = crossfit_propensity(x, labeled, seed=seed, groups=codes[in_study])
+    out = []
+    for mask, arm in zip(rows, (control, treatment), strict=True):
+        local = mask[in_study]
+        out.append(replace(arm, w=inverse_propensity_weights(p[local], labeled[local])))
+    return out[0], out[1]
 
 
 def _check_arms(path: str, study: CaseStudy, control: ArmData, treatment: ArmData,

@@ -71,10 +71,11 @@ def settings_from_config(cfg: Node) -> InferJob:
     alpha = number(cfg, "alpha", "infer", 0, 1, open_interval=True)
     permutations = number(cfg, "permutations", "infer", 1, None, integer=True)
     seed = number(cfg, "seed", "infer", integer=True)
+    reweight = flag(cfg, "reweight", "infer", False)
     return InferJob(
         model_uri=str(cfg.model_uri), data_path=str(cfg.data.path), mode=mode,
         settings=InferenceSettings(alpha=alpha, clusters=clusters == "user_id",
-                                   n_permutations=permutations, seed=seed),
+                                   n_permutations=permutations, seed=seed, reweight=reweight),
         output=Path(str(cfg.output)), log_mlflow=flag(cfg, "log_mlflow", "infer"),
         case_studies=shared.case_study_config(cfg), only=shared.selected_case_studies(cfg))
 
@@ -105,11 +106,15 @@ def write_outputs(job: InferJob, effects: pd.DataFrame, results: list[CaseStudyR
     shifts = [r.shift for r in results if len(r.shift)]
     shift = pd.concat(shifts, ignore_index=True) if shifts else pd.DataFrame()
     shift.to_csv(out / "label_shift.csv", index=False)
+    pred_shift = pd.concat([r.prediction_shift for r in results
+                            if r.prediction_shift is not None], ignore_index=True)
+    pred_shift.to_csv(out / "prediction_shift.csv", index=False)
     inference_report(out / "report.html", effects, meta, lineage or {}, out / "forest.png",
                      feats, shift, valid=job.mode != "in_sample",
                      invalid_reason=IN_SAMPLE_WARNING)
     return [out / n for n in ("effects.json", "effects.csv", "effects.md", "forest.png",
-                              "features.csv", "label_shift.csv", "report.html")]
+                              "features.csv", "label_shift.csv", "prediction_shift.csv",
+                              "report.html")]
 
 
 def log_run(job: InferJob, effects: pd.DataFrame, files: list[Path], version, meta) -> str:
@@ -219,6 +224,10 @@ def run_settings(job: InferJob) -> pd.DataFrame:
         print(text_table(printable(effects, truth), digits=3))
     for note in (*table.notes, *honesty_notes):
         say(f"note: {note}")
+    if job.settings.reweight:
+        say("note: reweight=true: labeled sessions are weighted by 1 / P(labeled | features, arm) "
+            "(cross-fitted, users kept together), so both the naive and the augmented effect "
+            "correct a labeled-vs-unlabeled shift; see prediction_shift.csv.")
     for r in results:
         for warning in r.comparison.warnings:
             say(f"warning: {r.study.name}: {warning}")

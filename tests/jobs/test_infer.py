@@ -143,3 +143,17 @@ def test_pipeline_end_to_end(small_demo, pulse_home, cli):
     assert res.returncode == 0, res.stderr
     assert "== summary" in res.stdout and "augmented" in res.stdout
     assert (pulse_home / "results" / "infer" / "effects.csv").is_file()
+
+
+def test_reweight_writes_prediction_shift_and_changes_the_estimate(small_demo, pulse_home,
+                                                                   registered):
+    plain = _infer(small_demo, "case_studies=[plan]")
+    weighted = _infer(small_demo, "case_studies=[plan]", "reweight=true")
+    out = pulse_home / "results" / "infer"
+    shift = pd.read_csv(out / "prediction_shift.csv")
+    assert set(shift["arm"]) == {"control", "treatment"}
+    assert {"smd", "rank_biserial", "mean_labeled", "mean_unlabeled"} <= set(shift.columns)
+    a = plain.set_index("estimator")["effect"]
+    b = weighted.set_index("estimator")["effect"]
+    assert not np.isclose(a["augmented"], b["augmented"])
+    assert np.isfinite(weighted[["ci_lower", "ci_upper"]].to_numpy(float)).all()
