@@ -34,6 +34,7 @@ def run(cfg):
     if effect == 0:
         raise PulseError("effect=0 cannot be detected; give the smallest effect that matters, "
                          "e.g. effect=0.05.")
+    volumes = monitoring_settings(cfg)
     rho = number(cfg, "rho", "plan", -1, 1, optional=True)
     sd = number(cfg, "sd", "plan", 0, None, open_interval=True, optional=True)
     source = "given"
@@ -62,29 +63,37 @@ def run(cfg):
     ratio = theoretical_width_ratio(max(rho, 0.0), plan.n_ppi, n_unl)
     print(f"  (CI width ratio at that size: {float(ratio):.3f}; a better predictor, not more "
           "unlabeled data, is what narrows it further)")
-    monitoring(cfg, effect, float(sd), max(rho, 0.0), alpha, power)
+    if volumes is not None:
+        monitoring(volumes, effect, float(sd), max(rho, 0.0), alpha, power)
     return plan
 
 
-def monitoring(cfg, effect: float, sd: float, rho: float, alpha: float, power: float):
-    """The monitoring section: expected days to a conclusive sequence (when daily volumes given).
-
-    Returns:
-        The :class:`~pulse_ml.stats.sequential.MonitorPlan`, or None without ``daily_labeled``.
-    """
-    from pulse_ml.report.tables import text_table
-    from pulse_ml.stats.sequential import plan_monitoring
-
-    daily = number(cfg, "daily_labeled", "plan", 0, None, open_interval=True, optional=True)
-    if daily is None:
+def monitoring_settings(cfg) -> dict | None:
+    """Daily volumes, days, target day and design effect (None without ``daily_labeled``)."""
+    if cfg.select("daily_labeled") is None:
         return None
+    daily = number(cfg, "daily_labeled", "plan", 0, None, open_interval=True)
     daily_unl = number(cfg, "daily_unlabeled", "plan", 0, None, optional=True)
     if daily_unl is None:
         raise PulseError("pulse-ml plan: daily_labeled is set but daily_unlabeled is not; give "
                          "the unlabeled sessions per arm per day too, e.g. daily_unlabeled=200.")
     days = number(cfg, "days", "plan", 1, None, integer=True)
-    target = number(cfg, "target_day", "plan", 1, days, integer=True, optional=True)
-    deff = number(cfg, "design_effect", "plan", 1, None)
+    return {"daily": daily, "daily_unl": daily_unl, "days": days,
+            "target": number(cfg, "target_day", "plan", 1, days, integer=True, optional=True),
+            "deff": number(cfg, "design_effect", "plan", 1, None)}
+
+
+def monitoring(volumes: dict, effect: float, sd: float, rho: float, alpha: float, power: float):
+    """The monitoring section: expected days to a conclusive naive / PPI++ sequence.
+
+    Returns:
+        The :class:`~pulse_ml.stats.sequential.MonitorPlan`.
+    """
+    from pulse_ml.report.tables import text_table
+    from pulse_ml.stats.sequential import plan_monitoring
+
+    daily, daily_unl, days = volumes["daily"], volumes["daily_unl"], volumes["days"]
+    target, deff = volumes["target"], volumes["deff"]
     mp = plan_monitoring(effect, sd, rho, daily, daily_unl, alpha, power, deff, days, target)
     print(f"\nmonitored daily for {days} days, {daily:g} labeled + {daily_unl:g} unlabeled "
           "sessions per arm per day")
