@@ -42,7 +42,12 @@ import pandas as pd
 
 from pulse_ml.errors import PulseError
 from pulse_ml.sessions.case_studies import CaseStudy
-from pulse_ml.sessions.table import TIME_COLUMN, SessionTable, require_started_at
+from pulse_ml.sessions.table import (
+    TIME_COLUMN,
+    SessionTable,
+    require_started_at,
+    study_arms,
+)
 from pulse_ml.stats.sequential import MonitorResult, monitor_effect
 
 DAY = pd.Timedelta(days=1)
@@ -275,38 +280,38 @@ def monitor_data(table: SessionTable, predictions: np.ndarray,
     preds = np.asarray(predictions, dtype=np.float64)
     if preds.shape != (len(frame),):
         raise ValueError(f"predictions have shape {preds.shape}, the table {len(frame)} rows")
-    times = frame[TIME_COLUMN]
-    case, cond = frame["case_study"].to_numpy(), frame["condition"].to_numpy()
-    user_codes = pd.factorize(frame["user_id"])[0] if settings.clusters else None
-    parts, firsts, cutoffs, dropped = [], [], [], []
+    group_of, arm_of = study_arms(frame, studies)
+    rows = np.flatnonzero(group_of >= 0)
+    rows = rows[np.argsort(group_of[rows], kind="stable")]  # by case study, file order within
+    times = pd.DatetimeIndex(frame[TIME_COLUMN].iloc[rows]).as_unit("us")
+    micros = times.asi8
+    bounds = np.searchsorted(group_of[rows], np.arange(len(studies) + 1))
+    look = np.empty(rows.size, dtype=np.int64)
+    firsts, cutoffs, dropped = [], [], []
     for g, study in enumerate(studies):
-        in_arm = (case == study.name) & np.isin(cond, [study.control, study.treatment])
-        rows = np.flatnonzero(in_arm)
-        t = times.iloc[rows]
-        first = t.min().floor("D")
-        cut = _cutoffs(settings.looks, first, t.max(), now, study.name)
-        look = np.searchsorted(cut.as_unit("us").asi8, pd.DatetimeIndex(t).as_unit("us").asi8,
-                               side="right")
-        keep = look < len(cut)
-        if not keep.any():
+        lo, hi = bounds[g], bounds[g + 1]
+        first = times[lo:hi].min().floor("D")
+        cut = _cutoffs(settings.looks, first, times[lo:hi].max(), now, study.name)
+        look[lo:hi] = np.searchsorted(cut.as_unit("us").asi8, micros[lo:hi], side="right")
+        n_out = int((look[lo:hi] >= len(cut)).sum())
+        if n_out == hi - lo:
             raise PulseError(f"{table.path}: case study '{study.name}' has no session before "
                              f"its last look ({_iso(cut[-1])}). Choose later looks.")
-        rows, look = rows[keep], look[keep]
-        parts.append((rows, look, np.full(rows.size, g), cond[rows] == study.treatment))
         firsts.append(first)
         cutoffs.append(cut)
-        dropped.append(int((~keep).sum()))
-    rows = np.concatenate([p[0] for p in parts])
+        dropped.append(n_out)
+    lengths = np.array([len(c) for c in cutoffs])
+    keep = look < lengths[group_of[rows]]
+    rows, look = rows[keep], look[keep]
     labeled = table.labeled[rows]
+    user_codes = pd.factorize(frame["user_id"])[0] if settings.clusters else None
     data = MonitorData(
-        arm=np.concatenate([p[3] for p in parts]).astype(np.int64),
-        labeled=labeled,
+        arm=arm_of[rows], labeled=labeled,
         rating=np.where(labeled, frame["rating"].to_numpy(float)[rows], np.nan),
-        prediction=preds[rows], look=np.concatenate([p[1] for p in parts]).astype(np.int64),
-        users=None if user_codes is None else user_codes[rows],
-        group=np.concatenate([p[2] for p in parts]).astype(np.int64), rows=rows,
-        studies=studies, first_day=tuple(firsts), cutoffs=tuple(cutoffs),
-        dropped=tuple(dropped))
+        prediction=preds[rows], look=look,
+        users=None if user_codes is None else user_codes[rows].astype(np.int64),
+        group=group_of[rows], rows=rows, studies=studies, first_day=tuple(firsts),
+        cutoffs=tuple(cutoffs), dropped=tuple(dropped))
     _check_arms(table.path, data, settings)
     return data
 

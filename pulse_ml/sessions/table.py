@@ -192,6 +192,30 @@ def _check_started_at(frame: pd.DataFrame, problems: list[str]) -> pd.Series:
     return parsed.where(~(bad | out_of_range))
 
 
+def study_arms(frame: pd.DataFrame,
+               studies: Iterable[CaseStudy]) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: index of its case study in ``studies`` (-1 = none of their arms) and its arm.
+
+    One hash lookup of (case_study, condition) per row, whatever the number of case studies.
+
+    Returns:
+        ``(group, arm)``: int64 arrays; ``arm`` is 1 for the treatment, 0 otherwise.
+    """
+    pairs, codes = [], []
+    for g, study in enumerate(studies):
+        pairs += [(study.name, study.control), (study.name, study.treatment)]
+        codes += [(g, 0), (g, 1)]
+    if not pairs:
+        return np.full(len(frame), -1, dtype=np.int64), np.zeros(len(frame), dtype=np.int64)
+    index = pd.MultiIndex.from_tuples(pairs)
+    pos = index.get_indexer(pd.MultiIndex.from_arrays(
+        [frame["case_study"].astype(str), frame["condition"].astype(str)]))
+    table = np.asarray(codes, dtype=np.int64)
+    found = pos >= 0
+    return (np.where(found, table[pos, 0], -1).astype(np.int64),
+            np.where(found, table[pos, 1], 0).astype(np.int64))
+
+
 def require_started_at(table: SessionTable, case_studies: Iterable[str],
                        now: pd.Timestamp | None = None, check_id_order: bool = True) -> None:
     """Check that every session of the given case studies has a usable ``started_at``.
@@ -218,11 +242,7 @@ def require_started_at(table: SessionTable, case_studies: Iterable[str],
             f"column '{TIME_COLUMN}': missing. Monitoring needs when each session started (ISO "
             f"8601 or epoch seconds) for the case studies it monitors ({listed}). Add the "
             "column (the simulator and extract write it)."])
-    monitored = np.zeros(len(frame), dtype=bool)
-    for name in names:
-        study = table.case_study(name)
-        monitored |= ((frame["case_study"] == name)
-                      & frame["condition"].isin([study.control, study.treatment])).to_numpy()
+    monitored = study_arms(frame, [table.case_study(n) for n in names])[0] >= 0
     times = frame[TIME_COLUMN]
     problems = []
     missing = monitored & times.isna().to_numpy()
@@ -246,13 +266,14 @@ def require_started_at(table: SessionTable, case_studies: Iterable[str],
             order = np.argsort(ids.astype(np.int64), kind="stable")
             t = times.to_numpy()[rows[order]]
             back = np.zeros(len(t), dtype=bool)
-            back[1:] = t[1:] < np.maximum.accumulate(t)[:-1]
+            back[1:] = t[1:] < t[:-1]  # earlier than the session with the id before it
             if back.any():
                 mask = np.zeros(len(frame), dtype=bool)
                 mask[rows[order][back]] = True
                 problems.append(f"column '{TIME_COLUMN}': the session ids are integers (a "
                                 "sequence) but the start times go back in time as the ids go "
-                                f"up in {_where(frame, mask)}. Fix the dates, or set "
+                                f"up in {_where(frame, mask)} (each starts before the "
+                                "session with the id before it). Fix the dates, or set "
                                 "check_id_order=false if the ids are not given in time order.")
     if problems:
         raise DataError(table.path, problems)
