@@ -121,7 +121,7 @@ def write_outputs(job: MonitorJob, result: Monitoring, meta: dict) -> list[Path]
         raise PulseError(f"pulse-ml monitor: output={out}: cannot create the directory "
                          f"({exc}). Pass a writable folder.") from None
     paths = [out / name for name in FILES]
-    doc = {**meta, "stops": _records(result.stops), "looks": _records(result.frame)}
+    doc = {**meta, "stops": _records(result.stops), "rows": _records(result.frame)}
     title = (f"Monitoring {Path(job.data_path).name} with {meta['model']} (version "
              f"{meta['model_version']}, {meta['model_family']}); alpha {job.settings.alpha}")
     temps = [

@@ -64,7 +64,9 @@ def test_monitor_writes_files_plot_and_logs_the_run(home, small_demo, tmp_path):
     meta = json.loads((out / "monitor.json").read_text())
     assert meta["model_version"] == "1" and meta["mode"] == "crossfit"
     assert meta["first_day"] == {"plan": "2025-06-02", "claude4_vs_gpt5": "2025-06-02"}
-    assert len(meta["looks"]) == len(frame) and len(meta["stops"]) == 2 * 2 * 2
+    assert len(meta["rows"]) == len(frame) and len(meta["stops"]) == 2 * 2 * 2
+    assert meta["looks"] == "daily"
+    assert meta["target_labels"] == {"plan": 160, "claude4_vs_gpt5": 160}
     image = pyplot().imread(out / "monitor.png")
     assert image.shape[0] > 400 and image.shape[1] > 800 and image.std() > 0.05
     runs = _infer_runs()
