@@ -23,6 +23,8 @@ VERBS: dict[str, tuple[str, str]] = {
     "promote": ("pulse_ml.jobs.promote", "move the `champion` alias to a model version by hand"),
     "compare": ("pulse_ml.jobs.compare", "table of every family and LLM judge in the experiment"),
     "infer": ("pulse_ml.jobs.infer", "naive vs PPI++ effects with 95% CIs per case study"),
+    "monitor": ("pulse_ml.jobs.monitor", "anytime-valid daily monitoring: the day a test is "
+                "conclusive"),
     "audit": ("pulse_ml.jobs.audit", "hide labels many times to check the intervals' coverage"),
     "plan": ("pulse_ml.jobs.plan", "labels per arm needed to detect an effect, naive vs PPI"),
     "score": ("pulse_ml.jobs.score", "predict satisfaction for a large table in bounded memory"),

@@ -1,4 +1,4 @@
-"""Inference: honest predictions, case studies, effects, audit, task deltas, agreement, scoring.
+"""Inference: honest predictions, effects, monitoring, audit, task deltas, agreement, scoring.
 
 Turns a validated table and a cross-fit ensemble into typed results; no MLflow, no files read.
 """

@@ -5,13 +5,19 @@ s.d. of its training data (both overridable), the expected unlabeled sessions pe
 smallest effect worth detecting; prints labels per arm for a two-sided test at ``alpha`` with
 ``power``, for the naive difference of means and for PPI++, and the saving.
 
-Example:
+With ``daily_labeled`` and ``daily_unlabeled`` (sessions per arm per day) it also gives, for a
+test monitored daily for ``days`` days with anytime-valid confidence sequences (``pulse-ml
+monitor``), the expected day the naive and the PPI++ sequence become conclusive.
+
+Examples:
     pulse-ml plan effect=0.1 n_unlabeled=5000
+    pulse-ml plan effect=0.1 daily_labeled=10 daily_unlabeled=200 days=21
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from pulse_ml.config import number, require
 from pulse_ml.errors import PulseError
@@ -28,6 +34,7 @@ def run(cfg):
     if effect == 0:
         raise PulseError("effect=0 cannot be detected; give the smallest effect that matters, "
                          "e.g. effect=0.05.")
+    volumes = monitoring_settings(cfg)
     rho = number(cfg, "rho", "plan", -1, 1, optional=True)
     sd = number(cfg, "sd", "plan", 0, None, open_interval=True, optional=True)
     source = "given"
@@ -56,4 +63,55 @@ def run(cfg):
     ratio = theoretical_width_ratio(max(rho, 0.0), plan.n_ppi, n_unl)
     print(f"  (CI width ratio at that size: {float(ratio):.3f}; a better predictor, not more "
           "unlabeled data, is what narrows it further)")
+    if volumes is not None:
+        monitoring(volumes, effect, float(sd), max(rho, 0.0), alpha, power)
     return plan
+
+
+def monitoring_settings(cfg) -> dict | None:
+    """Daily volumes, days, target day and design effect (None without ``daily_labeled``)."""
+    if cfg.select("daily_labeled") is None:
+        return None
+    daily = number(cfg, "daily_labeled", "plan", 0, None, open_interval=True)
+    daily_unl = number(cfg, "daily_unlabeled", "plan", 0, None, optional=True)
+    if daily_unl is None:
+        raise PulseError("pulse-ml plan: daily_labeled is set but daily_unlabeled is not; give "
+                         "the unlabeled sessions per arm per day too, e.g. daily_unlabeled=200.")
+    days = number(cfg, "days", "plan", 1, None, integer=True)
+    return {"daily": daily, "daily_unl": daily_unl, "days": days,
+            "target": number(cfg, "target_day", "plan", 1, days, integer=True, optional=True),
+            "deff": number(cfg, "design_effect", "plan", 1, None)}
+
+
+def monitoring(volumes: dict, effect: float, sd: float, rho: float, alpha: float, power: float):
+    """The monitoring section: expected days to a conclusive naive / PPI++ sequence.
+
+    Returns:
+        The :class:`~pulse_ml.stats.sequential.MonitorPlan`.
+    """
+    from pulse_ml.report.tables import text_table
+    from pulse_ml.stats.sequential import plan_monitoring
+
+    daily, daily_unl, days = volumes["daily"], volumes["daily_unl"], volumes["days"]
+    target, deff = volumes["target"], volumes["deff"]
+    mp = plan_monitoring(effect, sd, rho, daily, daily_unl, alpha, power, deff, days, target)
+    print(f"\nmonitored daily for {days} days, {daily:g} labeled + {daily_unl:g} unlabeled "
+          "sessions per arm per day")
+    print(f"(anytime-valid sequences, tightest on day {mp.target_day}"
+          f"{'' if deff == 1 else f', design effect {deff:g}'}):")
+    rows = []
+    for name, p in (("naive", mp.naive), ("PPI++", mp.augmented)):
+        rows.append({"estimator": name,
+                     "median_day": "-" if p.median_day is None else str(p.median_day),
+                     f"day_{power:.0%}_power": "-" if p.power_day is None else str(p.power_day),
+                     f"P(by_day_{days})": p.p_conclusive,
+                     "fixed_horizon_days": p.fixed_days,
+                     "fixed_labels_per_arm": p.fixed_labels_per_arm})
+    print("\n".join("  " + line for line in text_table(pd.DataFrame(rows)).splitlines()))
+    if mp.median_ratio is not None:
+        print(f"  PPI++ is conclusive in {mp.median_ratio:.2f}x the days of naive (median; "
+              f"variance ratio {mp.variance_ratio:.3f})")
+    print(f"  '-' = not within {days} days; fixed-horizon days = one look at the end.")
+    print(f"  With no effect, peeking daily at a fixed {1 - alpha:.0%} CI errs "
+          f"{mp.peeking_type1:.1%} of the time; the sequence {mp.sequence_type1:.1%}.")
+    return mp

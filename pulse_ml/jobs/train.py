@@ -8,8 +8,12 @@ become one cross-fit ensemble, logged with its out-of-fold predictions and regis
 ``pulse-satisfaction``. The alias ``champion`` moves to it only if it beats the current champion
 on the objective on the same data.
 
+``exclude_case_studies=[plan]`` (or ``all``) and ``trained_before=YYYY-MM-DD`` leave sessions
+out of training, e.g. to train on sessions before an A/B test that ``pulse-ml monitor`` watches.
+
 Examples:
     pulse-ml train model=lightgbm tuning.n_trials=50
+    pulse-ml train trained_before=2025-06-02 exclude_case_studies=all promote=never
     pulse-ml train -m model=ordinal_logit,random_forest,hist_gb,lightgbm
     pulse-ml train tuning.storage=mlruns/optuna.journal tuning.workers=2
 """
@@ -24,6 +28,7 @@ import pandas as pd
 
 from pulse_ml import settings as shared
 from pulse_ml.config import Node, choice, flag, mapping, number, text, to_yaml
+from pulse_ml.errors import PulseError
 from pulse_ml.models.factory import ModelSpec, model_spec_from_mapping
 from pulse_ml.report.tables import text_table
 from pulse_ml.sessions.feature_sets import FeatureSet
@@ -31,6 +36,11 @@ from pulse_ml.sessions.table import SessionTable, load_sessions
 from pulse_ml.simulate.demo import ensure_demo_data
 from pulse_ml.training.family import FamilyFit, tune_family
 from pulse_ml.training.metrics import CVMetrics
+from pulse_ml.training.selection import (
+    TrainingSelection,
+    parse_trained_before,
+    select_training,
+)
 from pulse_ml.training.tuning import OBJECTIVES, TuningSettings
 
 PROMOTE_MODES = {"auto": "promote when it beats the champion", "never": "never promote"}
@@ -68,6 +78,7 @@ class TrainSettings:
     auto_promote: bool
     progress: bool
     config_yaml: str
+    selection: TrainingSelection = TrainingSelection()
 
 
 def tuning_settings(cfg: Node, verb: str = "train") -> TuningSettings:
@@ -104,7 +115,24 @@ def settings_from_config(cfg: Node, verb: str = "train",
         features=shared.feature_set(cfg), model=spec or model_spec(cfg),
         tuning=tuning_settings(cfg, verb), register=flag(cfg, "register", verb, True),
         auto_promote=choice(cfg, "promote", verb, PROMOTE_MODES) == "auto",
-        progress=flag(cfg, "progress", verb, True), config_yaml=to_yaml(cfg))
+        progress=flag(cfg, "progress", verb, True), config_yaml=to_yaml(cfg),
+        selection=training_selection(cfg, verb))
+
+
+def training_selection(cfg: Node, verb: str = "train") -> TrainingSelection:
+    """``exclude_case_studies`` (names, or ``all``) and ``trained_before`` (a date)."""
+    raw = cfg.select("exclude_case_studies")
+    if raw is None or (isinstance(raw, str) and raw.strip().lower() in ("", "none")):
+        excluded: tuple[str, ...] = ()
+    elif isinstance(raw, str) and raw.strip().lower() == "all":
+        excluded = ("all",)
+    elif isinstance(raw, str | list | tuple):
+        items = raw.split(",") if isinstance(raw, str) else raw
+        excluded = tuple(str(v).strip() for v in items if str(v).strip())
+    else:
+        raise PulseError(f"pulse-ml {verb}: exclude_case_studies={raw!r}: give a list of case "
+                         "study names, e.g. exclude_case_studies=[plan,memory], or all.")
+    return TrainingSelection(excluded, parse_trained_before(cfg.select("trained_before"), verb))
 
 
 def train_family(table: SessionTable, spec: ModelSpec, tuning: TuningSettings,
@@ -191,10 +219,12 @@ def run_settings(job: TrainSettings) -> TrainResult:
     """Train with typed settings (``pipeline`` calls this directly)."""
     ensure_demo_data(job.data_path, job.simulate_if_missing)
     # Training uses every labeled session; case studies matter only to infer.
-    table = load_sessions(job.data_path, job.features, {}, only=[])
+    table = select_training(load_sessions(job.data_path, job.features, {}, only=[]),
+                            job.selection)
     spec, tuning = job.model, job.tuning
+    chosen = f", {job.selection.describe()}" if job.selection.active else ""
     print(f"training {spec.name} on {int(table.labeled.sum())} labeled sessions of "
-          f"{Path(table.path).name} (features '{table.features.name}', "
+          f"{Path(table.path).name}{chosen} (features '{table.features.name}', "
           f"{tuning.n_trials if spec.search_space else 1} trial(s) x {tuning.n_splits}-fold CV, "
           f"objective {tuning.objective})")
     result = train_family(table, spec, tuning, job.config_yaml, register=job.register,

@@ -157,3 +157,45 @@ def task_delta_scatter(deltas: pd.DataFrame, corr: pd.DataFrame, path: Path) -> 
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def monitor_plot(frame: pd.DataFrame, stops: pd.DataFrame, path: Path, title: str) -> None:
+    """Fixed 95% interval and confidence sequence over the days, naive and PPI++.
+
+    One row per case study, one column per estimator: the sequence as a light band, the fixed
+    interval as a darker band inside it, the effect as a line, the zero line, and a dashed
+    vertical line at the first day the sequence excludes 0 (if any).
+    """
+    plt = pyplot()
+    from matplotlib.ticker import MaxNLocator
+
+    studies = list(dict.fromkeys(frame["case_study"]))
+    panels = (("naive", "naive (labeled only)", "#7f7f7f"),
+              ("augmented", "PPI++ (with predictions)", "#1f77b4"))
+    fig, axes = plt.subplots(len(studies), 2, figsize=(10, 2.6 * len(studies) + 0.8),
+                             squeeze=False, sharex="row", sharey="row")
+    for row, study in zip(axes, studies, strict=True):
+        for ax, (est, label, color) in zip(row, panels, strict=True):
+            sub = frame[(frame["case_study"] == study) & (frame["estimator"] == est)]
+            x = sub["day"].to_numpy(float)
+            ax.fill_between(x, sub["cs_lower"], sub["cs_upper"], color=color, alpha=0.18,
+                            step="mid", label="confidence sequence (anytime-valid)")
+            ax.fill_between(x, sub["ci_lower"], sub["ci_upper"], color=color, alpha=0.45,
+                            step="mid", label="fixed interval (one look)")
+            ax.plot(x, sub["effect"], color=color, marker=".", lw=1.2, label="effect")
+            ax.axhline(0, color="black", lw=0.8)
+            stop = stops[(stops["case_study"] == study) & (stops["estimator"] == est)
+                         & (stops["band"] == "sequence")]
+            if len(stop) and bool(stop["conclusive"].iloc[0]):
+                day = int(stop["day"].iloc[0])
+                ax.axvline(day, color="#d62728", ls="--", lw=1.0,
+                           label=f"conclusive on day {day}")
+            ax.set_title(f"{study}: {label}", fontsize=9)
+            ax.set_xlabel("day")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.legend(fontsize=7, loc="upper right")
+        row[0].set_ylabel("effect (stars)")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

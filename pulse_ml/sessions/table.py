@@ -2,7 +2,8 @@
 
 The contract (see ``design.md``): one row per session with ``session_id`` (unique),
 ``condition``, ``rating`` (mean segment rating in [1, 5], empty = unlabeled), optional
-``user_id``, ``case_study`` and ``n_ratings``, and the feature columns of the chosen feature set.
+``user_id``, ``case_study``, ``n_ratings`` and ``started_at`` (when the session started: ISO
+8601 or epoch seconds, read as UTC), and the feature columns of the chosen feature set.
 Every problem is collected first and reported in one message (file, column, first rows, fix).
 """
 
@@ -26,7 +27,10 @@ from pulse_ml.sessions.feature_sets import FeatureSet
 from pulse_ml.sessions.readers import read_frame
 
 REQUIRED = ("session_id", "condition", "rating")
+TIME_COLUMN = "started_at"
 _SHOW = 5
+_EPOCH_MAX = 1e10  # epoch seconds up to the year 2286; larger numbers look like milliseconds
+_TIME_FIX = "Use ISO 8601 (e.g. 2025-06-02T14:03:00Z; no offset = UTC) or epoch seconds."
 
 
 def _where(frame: pd.DataFrame, mask: np.ndarray | pd.Series, first_row: int = 0) -> str:
@@ -133,6 +137,146 @@ def _check_feature(frame: pd.DataFrame, spec, problems: list[str],
         problems.append(f"column '{col}': infinite values in {where(inf)}. Use finite "
                         "numbers.")
     return num
+
+
+def parse_started_at(raw: pd.Series) -> tuple[pd.Series, np.ndarray, np.ndarray]:
+    """Parse a ``started_at`` column to UTC timestamps.
+
+    Accepts datetimes (naive ones are UTC), ISO 8601 strings (with or without an offset; no
+    offset = UTC) and epoch seconds (numbers or digit strings).
+
+    Args:
+        raw: The column as read.
+
+    Returns:
+        ``(parsed, unparseable, out_of_range)``: the column as ``datetime64[us, UTC]`` (NaT where
+        missing or bad), a mask of values that are not timestamps, and a mask of epoch numbers
+        outside [0, 1e10] s (most likely milliseconds).
+    """
+    n = len(raw)
+    values = raw.reset_index(drop=True)
+    out_of_range = np.zeros(n, dtype=bool)
+    if isinstance(values.dtype, pd.DatetimeTZDtype):
+        parsed = values.dt.tz_convert("UTC")
+        return parsed.dt.as_unit("us"), np.zeros(n, dtype=bool), out_of_range
+    if pd.api.types.is_datetime64_dtype(values.dtype):
+        return values.dt.tz_localize("UTC").dt.as_unit("us"), np.zeros(n, dtype=bool), out_of_range
+    if pd.api.types.is_bool_dtype(values.dtype):
+        return (pd.Series(pd.NaT, index=values.index, dtype="datetime64[us, UTC]"),
+                values.notna().to_numpy(), out_of_range)
+    text = values.astype("string").str.strip()
+    empty = (text.isna() | (text == "")).to_numpy()
+    number = pd.to_numeric(text.where(~empty), errors="coerce").to_numpy(dtype=float)
+    is_num = ~empty & np.isfinite(number)
+    out_of_range = is_num & ((number < 0) | (number > _EPOCH_MAX))
+    epoch = np.where(is_num & ~out_of_range, number, np.nan)
+    from_epoch = pd.to_datetime(pd.Series(epoch), unit="s", utc=True, errors="coerce")
+    iso = pd.to_datetime(text.where(~empty & ~is_num), utc=True, format="ISO8601",
+                         errors="coerce")
+    parsed = iso.where(~is_num, from_epoch).dt.as_unit("us")
+    unparseable = ~empty & ~is_num & parsed.isna().to_numpy()
+    return parsed, unparseable, out_of_range
+
+
+def _check_started_at(frame: pd.DataFrame, problems: list[str]) -> pd.Series:
+    parsed, bad, out_of_range = parse_started_at(frame[TIME_COLUMN])
+    raw = frame[TIME_COLUMN].reset_index(drop=True)
+    if bad.any():
+        problems.append(f"column '{TIME_COLUMN}': unparseable values ({_bad_values(raw, bad)}) "
+                        f"in {_where(frame, bad)}. {_TIME_FIX}")
+    if out_of_range.any():
+        problems.append(f"column '{TIME_COLUMN}': epoch values outside 1970-2286 "
+                        f"({_bad_values(raw, out_of_range)}) in {_where(frame, out_of_range)}. "
+                        "Epoch times are in seconds (values above 1e10 look like "
+                        "milliseconds: divide them by 1000).")
+    return parsed.where(~(bad | out_of_range))
+
+
+def study_arms(frame: pd.DataFrame,
+               studies: Iterable[CaseStudy]) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: index of its case study in ``studies`` (-1 = none of their arms) and its arm.
+
+    One hash lookup of (case_study, condition) per row, whatever the number of case studies.
+
+    Returns:
+        ``(group, arm)``: int64 arrays; ``arm`` is 1 for the treatment, 0 otherwise.
+    """
+    pairs, codes = [], []
+    for g, study in enumerate(studies):
+        pairs += [(study.name, study.control), (study.name, study.treatment)]
+        codes += [(g, 0), (g, 1)]
+    if not pairs:
+        return np.full(len(frame), -1, dtype=np.int64), np.zeros(len(frame), dtype=np.int64)
+    index = pd.MultiIndex.from_tuples(pairs)
+    pos = index.get_indexer(pd.MultiIndex.from_arrays(
+        [frame["case_study"].astype(str), frame["condition"].astype(str)]))
+    table = np.asarray(codes, dtype=np.int64)
+    found = pos >= 0
+    return (np.where(found, table[pos, 0], -1).astype(np.int64),
+            np.where(found, table[pos, 1], 0).astype(np.int64))
+
+
+def require_started_at(table: SessionTable, case_studies: Iterable[str],
+                       now: pd.Timestamp | None = None, check_id_order: bool = True) -> None:
+    """Check that every session of the given case studies has a usable ``started_at``.
+
+    Monitoring (``pulse-ml monitor``) needs the start time of every session it monitors:
+    present, not in the future, and (when the session ids are integers, i.e. a sequence)
+    not going back in time as the ids go up.
+
+    Args:
+        table: A validated table (``started_at`` already parsed by :func:`validate_frame`).
+        case_studies: Names of the monitored case studies (sessions of their two arms are
+            checked).
+        now: The present (default: the clock, UTC).
+        check_id_order: Check the order of integer session ids against ``started_at``.
+
+    Raises:
+        DataError: naming the column, the first offending rows and the fix.
+    """
+    names = list(case_studies)
+    frame = table.frame
+    listed = ", ".join(repr(n) for n in names)
+    if TIME_COLUMN not in frame.columns:
+        raise DataError(table.path, [
+            f"column '{TIME_COLUMN}': missing. Monitoring needs when each session started (ISO "
+            f"8601 or epoch seconds) for the case studies it monitors ({listed}). Add the "
+            "column (the simulator and extract write it)."])
+    monitored = study_arms(frame, [table.case_study(n) for n in names])[0] >= 0
+    times = frame[TIME_COLUMN]
+    problems = []
+    missing = monitored & times.isna().to_numpy()
+    if missing.any():
+        studies = ", ".join(repr(s) for s in pd.unique(frame.loc[missing, "case_study"]))
+        problems.append(f"column '{TIME_COLUMN}': empty values in monitored case study "
+                        f"{studies} in {_where(frame, missing)}. Every monitored session needs "
+                        f"its start time. {_TIME_FIX}")
+    now = pd.Timestamp.now(tz="UTC") if now is None else pd.Timestamp(now)
+    now = now.tz_localize("UTC") if now.tzinfo is None else now.tz_convert("UTC")
+    future = monitored & (times > now).fillna(False).to_numpy()
+    if future.any():
+        problems.append(f"column '{TIME_COLUMN}': start times in the future (after "
+                        f"{now.isoformat(timespec='seconds')}) in {_where(frame, future)}. Fix "
+                        "the dates or their time zone (values without an offset are read as "
+                        "UTC).")
+    if check_id_order and monitored.any() and not missing.any():
+        ids = frame["session_id"].to_numpy()[monitored].astype(str)
+        if np.char.isdigit(ids).all() and all(len(i) <= 18 for i in ids):
+            rows = np.flatnonzero(monitored)
+            order = np.argsort(ids.astype(np.int64), kind="stable")
+            t = times.to_numpy()[rows[order]]
+            back = np.zeros(len(t), dtype=bool)
+            back[1:] = t[1:] < t[:-1]  # earlier than the session with the id before it
+            if back.any():
+                mask = np.zeros(len(frame), dtype=bool)
+                mask[rows[order][back]] = True
+                problems.append(f"column '{TIME_COLUMN}': the session ids are integers (a "
+                                "sequence) but the start times go back in time as the ids go "
+                                f"up in {_where(frame, mask)} (each starts before the "
+                                "session with the id before it). Fix the dates, or set "
+                                "check_id_order=false if the ids are not given in time order.")
+    if problems:
+        raise DataError(table.path, problems)
 
 
 @dataclass(frozen=True)
@@ -246,6 +390,8 @@ def validate_frame(
         out["n_ratings"] = out["rating"].notna().astype("int64")
     for spec in features.columns:
         out[spec.name] = _check_feature(frame, spec, problems)
+    if TIME_COLUMN in frame.columns:
+        out[TIME_COLUMN] = _check_started_at(frame, problems)
     for col in frame.columns:
         if col not in out.columns:
             out[col] = frame[col].to_numpy()

@@ -66,7 +66,20 @@ def settings_from_config(cfg: Node) -> SimulateSettings:
         label_message_elasticity=number(cfg, "label_message_elasticity", v),
         feature_shift_scale=number(cfg, "feature_shift_scale", v),
         mc_sessions=number(cfg, "mc_sessions", v, 1, None, integer=True),
+        days=number(cfg, "days", v, 1, None, integer=True) if "days" in cfg else 21,
+        start_date=_start_date(cfg),
     )
+
+
+def _start_date(cfg: Node) -> str:
+    import pandas as pd
+
+    raw = cfg.get("start_date", "2025-06-02")
+    try:
+        return pd.Timestamp(str(raw)).strftime("%Y-%m-%d")
+    except (TypeError, ValueError):
+        raise PulseError(f"pulse-ml simulate: start_date={raw!r} is not a date; use YYYY-MM-DD, "
+                         "e.g. start_date=2025-06-02.") from None
 
 
 def write_demo(settings: SimulateSettings, out: Path, events: bool = False,

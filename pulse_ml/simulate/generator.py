@@ -9,6 +9,11 @@ propensity to rate. Exactly ``labeled_per_arm`` sessions per arm (and the remain
 ``n_labeled`` among default sessions) are labeled, drawn with probability proportional to
 ``user_message_count ** label_message_elasticity * exp(rater effect)`` (Gumbel top-k), so rated
 sessions have more user messages, as in the paper.
+
+Time: every arm (the default sessions too) runs over ``days`` days from ``start_date`` (UTC) with
+the same volume each day: its labeled and its unlabeled sessions are each spread evenly over the
+days in a seeded random order, at a uniform time of day (``started_at``). A session's rating
+arrives with it, so the labeled sessions visible on day d are those started by then.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ FEATURE_COLUMNS: tuple[str, ...] = (
     ("user_sentiment", "user_message_count", "task_category") + FLAG_COLUMNS + GIT_COLUMNS
 )
 ID_COLUMNS: tuple[str, ...] = ("session_id", "user_id", "case_study", "condition", "rating",
-                               "n_ratings")
+                               "n_ratings", "started_at")
 MAX_SEGMENTS = 3
 
 
@@ -67,6 +72,8 @@ class SimulateSettings:
     label_message_elasticity: float = 0.7
     feature_shift_scale: float = 1.0
     mc_sessions: int = 400_000
+    days: int = 21
+    start_date: str = "2025-06-02"
 
 
 @dataclass(frozen=True)
@@ -127,6 +134,12 @@ def validate(settings: SimulateSettings) -> None:
         problems.append(f"n_labeled={s.n_labeled} < {need} = 2 arms x {len(s.case_studies)} case "
                         f"studies x labeled_per_arm={s.labeled_per_arm}: raise n_labeled or lower "
                         f"labeled_per_arm")
+    if s.days < 1:
+        problems.append(f"days={s.days}: must be >= 1 (the length of the simulated tests)")
+    try:
+        pd.Timestamp(s.start_date)
+    except (TypeError, ValueError):
+        problems.append(f"start_date={s.start_date!r}: not a date; use YYYY-MM-DD")
     if s.mc_sessions < 10_000:
         problems.append(f"mc_sessions={s.mc_sessions}: must be >= 10000")
     names = [c.name for c in s.case_studies]
@@ -300,6 +313,23 @@ def _ids(prefix: str, values: np.ndarray, width: int) -> np.ndarray:
     return np.char.add(prefix, np.char.zfill((values + 1).astype(str), width)).astype(object)
 
 
+def _start_times(rng: np.random.Generator, arm: np.ndarray, labeled: np.ndarray,
+                 settings: SimulateSettings) -> pd.Series:
+    """``started_at`` per session: each (arm, labeled) stratum spread evenly over the days."""
+    n = len(arm)
+    stratum = 2 * arm + labeled
+    order = np.lexsort((rng.random(n), stratum))
+    counts = np.bincount(stratum, minlength=int(stratum.max()) + 1)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n) - starts[stratum[order]]
+    day = rank * settings.days // np.maximum(counts[stratum], 1)
+    seconds = day * 86_400 + rng.integers(0, 86_400, n)
+    start = pd.Timestamp(settings.start_date).tz_localize(None).normalize()
+    stamps = (np.datetime64(start.to_datetime64(), "s") + seconds.astype("timedelta64[s]"))
+    return pd.Series(stamps.astype("datetime64[us]")).dt.tz_localize("UTC")
+
+
 def _frame(pop: dict[str, np.ndarray]) -> tuple[pd.DataFrame, pd.DataFrame]:
     n = len(pop["arm"])
     session_id = _ids("s", np.arange(n), 6)
@@ -310,6 +340,7 @@ def _frame(pop: dict[str, np.ndarray]) -> tuple[pd.DataFrame, pd.DataFrame]:
         "condition": pop["arm_condition"][pop["arm"]],
         "rating": pop["rating"],
         "n_ratings": pop["n_ratings"],
+        "started_at": pop["started_at"],
     }
     for column in FEATURE_COLUMNS:
         values = pop[column]
@@ -377,11 +408,14 @@ def simulate(settings: SimulateSettings) -> SimulationResult:
         PulseError: when the settings are inconsistent (names the key to change).
     """
     validate(settings)
-    seeds = np.random.SeedSequence(settings.seed).spawn(6)
+    # Seven streams; the first six are those of earlier versions (same draws), the last is time.
+    seeds = np.random.SeedSequence(settings.seed).spawn(7)
     n_cal = max(20_000, settings.mc_sessions // 10)
     intercept, direct, mediated = _calibrate(settings, seeds[0], n_cal)
     pop = _population(settings, seeds[1].spawn(4), intercept, direct, settings.n_labeled,
                       settings.labeled_per_arm)
+    pop["started_at"] = _start_times(np.random.default_rng(seeds[6]), pop["arm"],
+                                     pop["labeled"].astype(np.int64), settings)
     sessions, segments = _frame(pop)
     truth = _ground_truth(settings, seeds, intercept, direct, mediated)
     return SimulationResult(sessions, segments, truth)

@@ -1,4 +1,4 @@
-"""Training: CV folds, Optuna tuning, one model family's run and out-of-fold metrics.
+"""Training: CV folds, Optuna tuning, one family's run, out-of-fold metrics, session selection.
 
 Pure of MLflow: the train job hands the results to :mod:`pulse_ml.registry`.
 """

@@ -22,7 +22,7 @@ def _write(frame: pd.DataFrame, tmp_path, name="t.csv"):
     if name.endswith(".csv"):
         frame.to_csv(path, index=False)
     elif name.endswith(".jsonl"):
-        frame.to_json(path, orient="records", lines=True)
+        frame.to_json(path, orient="records", lines=True, date_format="iso")
     else:
         frame.to_parquet(path, index=False)
     return path

@@ -158,7 +158,7 @@ def monitor_effect(
     users: ArrayLike | None = None,
     alpha: float = 0.05,
     target_look: int | None = None,
-    target_labels: float | None = None,
+    target_labels: float | ArrayLike | None = None,
     lambda_rule: Literal["joint", "arm"] = "joint",
     min_units_per_arm: int = 10,
     groups: ArrayLike | None = None,
@@ -185,7 +185,7 @@ def monitor_effect(
             ``K-1``). It may lie beyond the data (a planned calendar): t* is then extrapolated
             as ``labels at K-1 * (target_look + 1) / K``.
         target_labels: t* in labeled sessions (both arms), fixed in advance; overrides
-            ``target_look``.
+            ``target_look``. A scalar, or one value per group (in sorted group order).
         lambda_rule: Clustered mode only: 'joint' minimizes the effect's variance over both
             lambdas (cross term of users in both arms), 'arm' takes each arm's own optimum as
             compare_arms does; they agree when no user is in both arms. Without users lambda is
@@ -307,10 +307,15 @@ def monitor_effect(
     )
 
 
-def _target(clock: F64, n_looks: int, target_look: int | None, target_labels: float | None) -> F64:
+def _target(
+    clock: F64, n_looks: int, target_look: int | None, target_labels: float | ArrayLike | None
+) -> F64:
     """t* per group: given, or the labels at the target look (extrapolated beyond the data)."""
     if target_labels is not None:
-        t_star = np.full(clock.shape[0], float(target_labels))
+        given = np.asarray(target_labels, dtype=np.float64)
+        if given.ndim > 1 or given.size not in (1, clock.shape[0]):
+            raise _fail(f"target_labels needs one value or one per group ({clock.shape[0]})")
+        t_star = np.broadcast_to(given.reshape(-1), (clock.shape[0],)).copy()
     else:
         tl = n_looks - 1 if target_look is None else target_look
         if isinstance(tl, bool) or not isinstance(tl, int | np.integer) or tl < 0:

@@ -1,0 +1,533 @@
+"""Anytime-valid monitoring of every case study: looks, arrays and results from a session table.
+
+Pure with respect to I/O: takes a validated :class:`SessionTable` and one honest prediction per
+session (:func:`pulse_ml.inference.honest.honest_data`), builds the calendar of looks and the
+per-session arrays, and calls :func:`pulse_ml.stats.sequential.monitor_effect` once for all case
+studies (``groups``). The ``monitor`` job writes what this returns.
+
+The calendar. A look has a cutoff instant: the sessions that started before it are visible
+(their ratings arrive with them). Day d of a case study is the UTC calendar day d counted from
+the day of its first session (day 1); the look "on day d" has its cutoff at the end of that
+day. Looks are, per case study, every day from day 1 to the day of its last session (default),
+the given day numbers (``looks=[1, 7, 14, 21]``), or given dates (``looks=[2025-06-08, ...]``,
+the same calendar for every case study; a date means the end of that day, a time of day the
+instant itself). Sessions after the last look are left out.
+
+Notes:
+    The sequence's guarantee needs predictions that did not see the monitored ratings: the
+    out-of-fold prediction for sessions the model was trained on, or a model trained on other
+    sessions (``pulse-ml train trained_before=... exclude_case_studies=...``). Cross-fitted
+    predictions depend weakly on the other folds' labels (later days included); as for
+    cross-prediction-powered inference (Zrnic & Candes 2024) this vanishes asymptotically.
+    The mixture target t* (labels at which the sequence is tightest) is set per case study
+    from the label counts at ``target_look`` (1-based; beyond the data it is extrapolated from
+    the labels per look so far, which moves only with arrival counts, not with ratings) or
+    fixed in advance with ``target_labels``.
+
+References:
+    I. Waudby-Smith et al. Time-uniform central limit theory and asymptotic confidence
+    sequences. Annals of Statistics, 2024. A. Kilian, S. Cortinovis, F. Caron. Anytime-valid,
+    Bayes-assisted, prediction-powered inference. arXiv:2505.18000, 2025. T. Zrnic, E. Candes.
+    Cross-prediction-powered inference. PNAS, 2024.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from pulse_ml.errors import PulseError
+from pulse_ml.sessions.case_studies import CaseStudy
+from pulse_ml.sessions.table import (
+    TIME_COLUMN,
+    SessionTable,
+    require_started_at,
+    study_arms,
+)
+from pulse_ml.stats.sequential import MonitorResult, monitor_effect
+
+DAY = pd.Timedelta(days=1)
+# Options of the ``lambda_rule`` setting (value -> meaning).
+LAMBDA_RULES = {"joint": "both lambdas minimize the effect's variance (users in both arms)",
+                "arm": "each arm's own optimum, as infer"}
+ESTIMATOR_NAMES = {"naive": "naive", "augmented": "PPI++"}
+FRAME_COLUMNS = [
+    "case_study", "look", "day", "at", "estimator", "n_labeled", "n_unlabeled", "effect", "se",
+    "ci_lower", "ci_upper", "cs_lower", "cs_upper", "lambda_control", "lambda_treatment",
+]
+STOP_COLUMNS = [
+    "case_study", "estimator", "band", "conclusive", "look", "day", "at", "n_labeled",
+    "n_unlabeled", "effect", "lower", "upper",
+]
+
+
+@dataclass(frozen=True)
+class LookSpec:
+    """Which looks to take: daily (both empty), day numbers, or cutoff instants.
+
+    Attributes:
+        days: 1-based day numbers of each case study (the look at the end of day d).
+        cutoffs: Cutoff instants (UTC) shared by every case study.
+        day_like: Per cutoff, whether it was given as a date (its day begins a day earlier).
+    """
+
+    days: tuple[int, ...] = ()
+    cutoffs: tuple[pd.Timestamp, ...] = ()
+    day_like: tuple[bool, ...] = ()
+
+    @property
+    def daily(self) -> bool:
+        """True for the default calendar (every day of each case study)."""
+        return not self.days and not self.cutoffs
+
+    def describe(self) -> str:
+        """The calendar in words (for logs and files)."""
+        if self.days:
+            return "days " + ", ".join(str(d) for d in self.days)
+        if self.cutoffs:
+            return "cutoffs " + ", ".join(_iso(c) for c in self.cutoffs)
+        return "daily"
+
+
+def parse_looks(value: object) -> LookSpec:
+    """Read the ``looks`` setting: ``daily``, increasing day numbers, or increasing dates.
+
+    Args:
+        value: ``None``/``"daily"``, or a list (or comma-separated string) of positive day
+            numbers or of ISO 8601 dates/instants (no offset = UTC).
+
+    Returns:
+        The calendar.
+
+    Raises:
+        PulseError: a value that is neither, a mix of both, or values that do not increase.
+    """
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "daily")):
+        return LookSpec()
+    items = value.split(",") if isinstance(value, str) else list(value)  # type: ignore[arg-type]
+    items = [str(v).strip() for v in items if str(v).strip()]
+    if not items:
+        return LookSpec()
+    hint = ("Use looks=daily, day numbers (looks=[1,7,14,21]) or dates "
+            "(looks=[2025-06-08,2025-06-15]).")
+    if all(v.isdigit() for v in items):
+        days = tuple(int(v) for v in items)
+        if days[0] < 1:
+            raise PulseError(f"pulse-ml monitor: looks={_show(items)}: day numbers start at 1 "
+                             f"(the case study's first day). {hint}")
+        _increasing(days, items, hint)
+        return LookSpec(days=days)
+    cutoffs, day_like = [], []
+    for v in items:
+        if v.isdigit():
+            raise PulseError(f"pulse-ml monitor: looks={_show(items)} mixes day numbers and "
+                             f"dates. {hint}")
+        try:
+            ts = pd.Timestamp(v)
+        except (TypeError, ValueError):
+            raise PulseError(f"pulse-ml monitor: looks: {v!r} is neither a day number nor a "
+                             f"date. {hint}") from None
+        if ts is pd.NaT:
+            raise PulseError(f"pulse-ml monitor: looks: {v!r} is not a date. {hint}")
+        ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
+        date_only = len(v) <= 10
+        cutoffs.append(ts + DAY if date_only else ts)
+        day_like.append(date_only)
+    _increasing(cutoffs, items, hint)
+    return LookSpec(cutoffs=tuple(cutoffs), day_like=tuple(day_like))
+
+
+def _show(items: Sequence[str]) -> str:
+    return "[" + ",".join(items) + "]"
+
+
+def _increasing(values: Sequence, items: Sequence[str], hint: str) -> None:
+    for k in range(1, len(values)):
+        if not values[k] > values[k - 1]:
+            raise PulseError(f"pulse-ml monitor: looks={_show(items)} must be increasing, but "
+                             f"{items[k]!r} comes after {items[k - 1]!r}. {hint}")
+
+
+@dataclass(frozen=True)
+class MonitorSettings:
+    """How to monitor (validated by the ``monitor`` job).
+
+    Attributes:
+        alpha: Error level of the fixed intervals and of the sequences.
+        clusters: Cluster-robust variances by ``user_id`` (as ``infer``).
+        looks: The calendar of looks.
+        target_look: 1-based look at which the sequence is tightest (the planned last look,
+            e.g. 21 for a 21-day test with daily looks); None = the last look in the data.
+        target_labels: t* in labeled sessions (both arms), fixed in advance; overrides
+            ``target_look``.
+        lambda_rule: 'joint' or 'arm' (clustered mode).
+        min_units_per_arm: No interval before each arm has this many labeled units (users when
+            clustered).
+        check_id_order: Refuse integer session ids whose start times go back in time.
+    """
+
+    alpha: float = 0.05
+    clusters: bool = True
+    looks: LookSpec = field(default_factory=LookSpec)
+    target_look: int | None = None
+    target_labels: float | None = None
+    lambda_rule: str = "joint"
+    min_units_per_arm: int = 10
+    check_id_order: bool = True
+
+
+@dataclass(frozen=True)
+class MonitorData:
+    """The arrays :func:`monitor_effect` takes, and the calendar they were built on.
+
+    Attributes:
+        arm: 1 for treatment, 0 for control, per kept session.
+        labeled: Rated sessions.
+        rating: Ratings (NaN when unlabeled).
+        prediction: Honest predictions.
+        look: 0-based first look at which each session is visible.
+        users: Integer user codes (None when not clustered).
+        group: Index of the case study in ``studies``.
+        rows: Row of each kept session in ``table.frame``.
+        studies: The monitored case studies.
+        first_day: Per case study, UTC midnight of its first session's day (day 1).
+        cutoffs: Per case study, the cutoff instant of each of its looks.
+        dropped: Per case study, sessions left out because they started after the last look.
+    """
+
+    arm: np.ndarray
+    labeled: np.ndarray
+    rating: np.ndarray
+    prediction: np.ndarray
+    look: np.ndarray
+    users: np.ndarray | None
+    group: np.ndarray
+    rows: np.ndarray
+    studies: tuple[CaseStudy, ...]
+    first_day: tuple[pd.Timestamp, ...]
+    cutoffs: tuple[pd.DatetimeIndex, ...]
+    dropped: tuple[int, ...]
+
+    @property
+    def n_looks(self) -> int:
+        """Looks of the longest calendar (the others are padded, then trimmed)."""
+        return max(len(c) for c in self.cutoffs)
+
+
+@dataclass(frozen=True)
+class Monitoring:
+    """Everything ``pulse-ml monitor`` reports.
+
+    Attributes:
+        frame: One row per case study x look x estimator (:data:`FRAME_COLUMNS`).
+        stops: First look at which each band excludes 0, per case study x estimator x band
+            (:data:`STOP_COLUMNS`; ``band`` is 'sequence' or 'fixed').
+        result: The raw :class:`MonitorResult` (padded looks included).
+        data: The arrays and the calendar.
+        target_labels: t* per case study.
+        notes: Things the user should know.
+    """
+
+    frame: pd.DataFrame
+    stops: pd.DataFrame
+    result: MonitorResult
+    data: MonitorData
+    target_labels: dict[str, float]
+    notes: tuple[str, ...]
+
+
+def _iso(ts: pd.Timestamp) -> str:
+    return ts.tz_convert("UTC").strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _now(now: pd.Timestamp | None) -> pd.Timestamp:
+    ts = pd.Timestamp.now(tz="UTC") if now is None else pd.Timestamp(now)
+    return ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
+
+
+def monitor_data(table: SessionTable, predictions: np.ndarray,
+                 studies: Iterable[CaseStudy] | None = None,
+                 settings: MonitorSettings | None = None,
+                 now: pd.Timestamp | None = None) -> MonitorData:
+    """Build the looks and the per-session arrays of the monitored case studies.
+
+    Args:
+        table: A validated session table with ``started_at``.
+        predictions: One honest prediction per row of ``table.frame``.
+        studies: Case studies to monitor (default: all of ``table``).
+        settings: Calendar, clusters, burn-in (defaults of :class:`MonitorSettings`).
+        now: The present, UTC (default: the clock); start times and looks after it are refused.
+
+    Returns:
+        The arrays and the calendar.
+
+    Raises:
+        DataError: ``started_at`` missing, empty, in the future or against the id order.
+        PulseError: looks in the future, or an arm without enough labels by the last look.
+    """
+    settings = settings or MonitorSettings()
+    studies = tuple(table.case_studies if studies is None else studies)
+    if not studies:
+        raise PulseError(f"{table.path}: no two-arm case study to monitor. Fill case_study/"
+                         "condition for the sessions of each A/B test.")
+    now = _now(now)
+    require_started_at(table, [s.name for s in studies], now, settings.check_id_order)
+    frame = table.frame
+    preds = np.asarray(predictions, dtype=np.float64)
+    if preds.shape != (len(frame),):
+        raise ValueError(f"predictions have shape {preds.shape}, the table {len(frame)} rows")
+    group_of, arm_of = study_arms(frame, studies)
+    rows = np.flatnonzero(group_of >= 0)
+    rows = rows[np.argsort(group_of[rows], kind="stable")]  # by case study, file order within
+    times = pd.DatetimeIndex(frame[TIME_COLUMN].iloc[rows]).as_unit("us")
+    micros = times.asi8
+    bounds = np.searchsorted(group_of[rows], np.arange(len(studies) + 1))
+    look = np.empty(rows.size, dtype=np.int64)
+    firsts, cutoffs, dropped = [], [], []
+    for g, study in enumerate(studies):
+        lo, hi = bounds[g], bounds[g + 1]
+        first = times[lo:hi].min().floor("D")
+        cut = _cutoffs(settings.looks, first, times[lo:hi].max(), now, study.name)
+        look[lo:hi] = np.searchsorted(cut.as_unit("us").asi8, micros[lo:hi], side="right")
+        n_out = int((look[lo:hi] >= len(cut)).sum())
+        if n_out == hi - lo:
+            raise PulseError(f"{table.path}: case study '{study.name}' has no session before "
+                             f"its last look ({_iso(cut[-1])}). Choose later looks.")
+        firsts.append(first)
+        cutoffs.append(cut)
+        dropped.append(n_out)
+    lengths = np.array([len(c) for c in cutoffs])
+    keep = look < lengths[group_of[rows]]
+    rows, look = rows[keep], look[keep]
+    labeled = table.labeled[rows]
+    user_codes = pd.factorize(frame["user_id"])[0] if settings.clusters else None
+    data = MonitorData(
+        arm=arm_of[rows], labeled=labeled,
+        rating=np.where(labeled, frame["rating"].to_numpy(float)[rows], np.nan),
+        prediction=preds[rows], look=look,
+        users=None if user_codes is None else user_codes[rows].astype(np.int64),
+        group=group_of[rows], rows=rows, studies=studies, first_day=tuple(firsts),
+        cutoffs=tuple(cutoffs), dropped=tuple(dropped))
+    _check_arms(table.path, data, settings)
+    return data
+
+
+def _cutoffs(spec: LookSpec, first: pd.Timestamp, last: pd.Timestamp, now: pd.Timestamp,
+             name: str) -> pd.DatetimeIndex:
+    """Cutoff instants of one case study's looks (refusing looks that begin after ``now``)."""
+    if spec.daily:
+        n_days = int((last - first) // DAY) + 1
+        return pd.DatetimeIndex([first + (d + 1) * DAY for d in range(n_days)])
+    if spec.days:
+        cut = pd.DatetimeIndex([first + d * DAY for d in spec.days])
+        begins = cut - DAY
+        labels = [f"day {d}" for d in spec.days]
+    else:
+        cut = pd.DatetimeIndex(list(spec.cutoffs))
+        begins = pd.DatetimeIndex([c - DAY if dl else c for c, dl in
+                                   zip(spec.cutoffs, spec.day_like, strict=True)])
+        labels = [_iso(c) for c in spec.cutoffs]
+    late = np.flatnonzero(begins > now)
+    if late.size:
+        shown = ", ".join(labels[i] for i in late[:3])
+        raise PulseError(f"pulse-ml monitor: looks in the future for case study '{name}' "
+                         f"({shown}; now is {_iso(now)}): a look needs data that exists. Drop "
+                         "them, and set target_look to the planned last look instead (e.g. "
+                         "target_look=21).")
+    return cut
+
+
+def _check_arms(path: str, data: MonitorData, settings: MonitorSettings) -> None:
+    """Refuse arms that cannot be monitored, naming the case study, arm and fix."""
+    unit = "labeled users" if settings.clusters else "labeled sessions"
+    problems = []
+    for g, study in enumerate(data.studies):
+        last_day = int(math.ceil((data.cutoffs[g][-1] - data.first_day[g]) / DAY))
+        for role, a, cond in (("control", 0, study.control), ("treatment", 1, study.treatment)):
+            m = (data.group == g) & (data.arm == a) & data.labeled
+            units = (np.unique(data.users[m]).size if data.users is not None
+                     else int(m.sum()))
+            where = f"case study '{study.name}', {role} arm '{cond}'"
+            if not m.any():
+                problems.append(f"{where} has no labeled session by the last look (day "
+                                f"{last_day}): there is nothing to monitor. Collect ratings, "
+                                "choose later looks, or leave the case study out "
+                                "(case_study=NAME).")
+            elif units < settings.min_units_per_arm:
+                problems.append(f"{where} has {units} {unit} by the last look (day {last_day}); "
+                                f"intervals start at min_units_per_arm="
+                                f"{settings.min_units_per_arm} per arm. Monitor later, or "
+                                "lower min_units_per_arm (the asymptotics need tens).")
+    if problems:
+        raise PulseError(f"{path}: " + "\n  ".join(problems))
+
+
+def target_labels(data: MonitorData, settings: MonitorSettings) -> np.ndarray:
+    """t* per case study: fixed, or the labels at the target look (extrapolated beyond).
+
+    Beyond a case study's looks the labels are extrapolated linearly from its labels per look
+    so far (:func:`monitor_effect` does the same for one calendar).
+    """
+    n_groups = len(data.studies)
+    if settings.target_labels is not None:
+        return np.full(n_groups, float(settings.target_labels))
+    per_look = np.bincount(data.group * data.n_looks + data.look, weights=data.labeled,
+                           minlength=n_groups * data.n_looks).reshape(n_groups, data.n_looks)
+    clock = per_look.cumsum(axis=1)
+    out = np.empty(n_groups)
+    for g in range(n_groups):
+        k = len(data.cutoffs[g])
+        tl = k - 1 if settings.target_look is None else settings.target_look - 1
+        out[g] = clock[g, tl] if tl < k else clock[g, k - 1] * (tl + 1) / k
+    return out
+
+
+def monitor(table: SessionTable, predictions: np.ndarray,
+            settings: MonitorSettings | None = None,
+            studies: Iterable[CaseStudy] | None = None,
+            now: pd.Timestamp | None = None) -> Monitoring:
+    """Naive and PPI++ effect, fixed interval and confidence sequence at every look.
+
+    Args:
+        table: A validated session table with ``started_at``.
+        predictions: One honest prediction per row of ``table.frame``.
+        settings: How to monitor.
+        studies: Case studies (default: all of ``table``).
+        now: The present (default: the clock).
+
+    Returns:
+        The per-look frame, the first conclusive looks, and the raw result.
+
+    Raises:
+        DataError: see :func:`monitor_data`.
+        PulseError: see :func:`monitor_data`.
+
+    Notes:
+        All case studies in one :func:`monitor_effect` call (``groups``): cumulative sums, one
+        pass over the sessions. Shorter calendars are padded to the longest and trimmed after:
+        a padded look adds no session, so its numbers repeat the case study's last look and
+        cannot be a first conclusive look.
+    """
+    settings = settings or MonitorSettings()
+    data = monitor_data(table, predictions, studies, settings, now)
+    t_star = target_labels(data, settings)
+    if not (t_star > 0).all():
+        bad = [data.studies[g].name for g in np.flatnonzero(~(t_star > 0))]
+        raise PulseError(f"pulse-ml monitor: no labeled session by the target look in case "
+                         f"study {', '.join(map(repr, bad))}; choose a later target_look.")
+    result = monitor_effect(
+        data.arm, data.labeled, data.rating, data.prediction, data.look, data.n_looks,
+        users=data.users, alpha=settings.alpha, target_labels=t_star,
+        lambda_rule=settings.lambda_rule,  # type: ignore[arg-type]
+        min_units_per_arm=settings.min_units_per_arm, groups=data.group)
+    frame = _frame(result.table, data)
+    stops = _stop_frame(result.stops, data)
+    notes = [f"case study '{s.name}': {n} session(s) after the last look are left out."
+             for s, n in zip(data.studies, data.dropped, strict=True) if n]
+    return Monitoring(frame, stops, result, data,
+                      {s.name: float(t) for s, t in zip(data.studies, t_star, strict=True)},
+                      tuple(notes))
+
+
+def _calendar(data: MonitorData, group: np.ndarray, look: np.ndarray) -> tuple[list, list]:
+    days, at = [], []
+    for g, k in zip(group, look, strict=True):
+        cut = data.cutoffs[g][k]
+        days.append(int(math.ceil((cut - data.first_day[g]) / DAY)))
+        at.append(_iso(cut))
+    return days, at
+
+
+def _frame(table: pd.DataFrame, data: MonitorData) -> pd.DataFrame:
+    lengths = np.array([len(c) for c in data.cutoffs])
+    group = table["group"].to_numpy(dtype=np.int64)
+    look = table["look"].to_numpy(dtype=np.int64)
+    keep = look < lengths[group]
+    sub = table.loc[keep].reset_index(drop=True)
+    group, look = group[keep], look[keep]
+    out = pd.DataFrame({"case_study": [data.studies[g].name for g in group], "look": look + 1})
+    out["day"], out["at"] = _calendar(data, group, look)
+    for col in FRAME_COLUMNS[4:]:
+        out[col] = sub[col].to_numpy()
+    return out
+
+
+def _stop_frame(stops: pd.DataFrame, data: MonitorData) -> pd.DataFrame:
+    group = stops["group"].to_numpy(dtype=np.int64)
+    found = stops["conclusive"].to_numpy(dtype=bool)
+    look = stops["look"].fillna(0).to_numpy(dtype=np.int64)
+    days, at = _calendar(data, group, look)
+    out = pd.DataFrame({
+        "case_study": [data.studies[g].name for g in group],
+        "estimator": stops["estimator"].to_numpy(), "band": stops["band"].to_numpy(),
+        "conclusive": found,
+        "look": pd.array(np.where(found, look + 1, 0), dtype="Int64"),
+        "day": pd.array(np.where(found, days, 0), dtype="Int64"),
+        "at": [a if f else None for a, f in zip(at, found, strict=True)],
+    })
+    out.loc[~found, ["look", "day"]] = pd.NA
+    for col in ("n_labeled", "n_unlabeled", "effect", "lower", "upper"):
+        out[col] = stops[col].to_numpy()
+    return out
+
+
+def _fmt(x: float, digits: int = 3) -> str:
+    return "" if not np.isfinite(x) else f"{x:+.{digits}f}"
+
+
+def _band(lo: float, hi: float) -> str:
+    return "" if not (np.isfinite(lo) and np.isfinite(hi)) else f"{lo:+.3f},{hi:+.3f}"
+
+
+def printable(frame: pd.DataFrame, case_study: str) -> pd.DataFrame:
+    """One case study's looks for the terminal (fits 100 columns): both estimators side by side.
+
+    Columns: day, labels, unlabeled, then for naive and PPI++ the effect, the fixed 95% CI and
+    the confidence sequence (``lower,upper``; empty before the burn-in).
+    """
+    sub = frame[frame["case_study"] == case_study]
+    naive = sub[sub["estimator"] == "naive"].reset_index(drop=True)
+    aug = sub[sub["estimator"] == "augmented"].reset_index(drop=True)
+    out = pd.DataFrame({"day": naive["day"].astype(np.int64),
+                        "labels": naive["n_labeled"].astype(np.int64),
+                        "unlabeled": naive["n_unlabeled"].astype(np.int64)})
+    for name, part in (("naive", naive), ("PPI++", aug)):
+        out[name] = [_fmt(v) for v in part["effect"]]
+        out[f"{name} CI"] = [_band(lo, hi) for lo, hi in zip(part["ci_lower"], part["ci_upper"],
+                                                               strict=True)]
+        out[f"{name} CS"] = [_band(lo, hi) for lo, hi in zip(part["cs_lower"], part["cs_upper"],
+                                                               strict=True)]
+    return out
+
+
+def stop_lines(stops: pd.DataFrame, frame: pd.DataFrame, case_study: str) -> list[str]:
+    """Sentences on the first conclusive look of each estimator's sequence (and the peeking).
+
+    E.g. ``PPI++ sequence: conclusive on day 9 with 212 labels (effect +0.210, sequence
+    +0.012 to +0.408)``.
+    """
+    sub = stops[stops["case_study"] == case_study]
+    last = frame[frame["case_study"] == case_study]
+    last_day = int(last["day"].max())
+    lines = []
+    for est in ("naive", "augmented"):
+        name = ESTIMATOR_NAMES[est]
+        row = sub[(sub["estimator"] == est) & (sub["band"] == "sequence")].iloc[0]
+        if bool(row["conclusive"]):
+            lines.append(f"{name} sequence: conclusive on day {int(row['day'])} with "
+                         f"{int(row['n_labeled'])} labels (effect {_fmt(row['effect'])}, "
+                         f"sequence {_fmt(row['lower'])} to {_fmt(row['upper'])})")
+        else:
+            end = last[last["estimator"] == est].iloc[-1]
+            lines.append(f"{name} sequence: not conclusive by day {last_day} "
+                         f"({int(end['n_labeled'])} labels; sequence {_fmt(end['cs_lower'])} "
+                         f"to {_fmt(end['cs_upper'])})")
+    peek = sub[(sub["estimator"] == "naive") & (sub["band"] == "fixed")].iloc[0]
+    if bool(peek["conclusive"]):
+        lines.append(f"(the naive fixed 95% CI first excluded 0 on day {int(peek['day'])}: "
+                     "acting on a daily-peeked fixed interval inflates false positives)")
+    return lines

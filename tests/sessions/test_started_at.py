@@ -1,0 +1,69 @@
+"""The optional ``started_at`` column: ISO 8601 or epoch seconds, read as UTC; bad values named."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pulse_ml.errors import DataError
+from pulse_ml.sessions.feature_sets import FeatureSet, FeatureSpec
+from pulse_ml.sessions.readers import read_frame
+from pulse_ml.sessions.table import parse_started_at, validate_frame
+
+FEATURES = FeatureSet("x", (FeatureSpec("x", "numeric"),))
+
+
+def _frame(times) -> pd.DataFrame:
+    n = len(times)
+    return pd.DataFrame({"session_id": [f"s{i}" for i in range(n)], "condition": "default",
+                         "rating": np.where(np.arange(n) % 2 == 0, 4.0, np.nan),
+                         "x": np.arange(n, dtype=float), "started_at": times})
+
+
+def test_iso_with_offsets_epoch_seconds_and_datetimes_agree():
+    same = ["2025-06-02T14:03:00Z", "2025-06-02 16:03:00+02:00", "2025-06-02T14:03:00",
+            "1748872980", 1748872980]
+    parsed, bad, out = parse_started_at(pd.Series(same, dtype=object))
+    assert not bad.any() and not out.any()
+    assert (parsed == pd.Timestamp("2025-06-02T14:03:00", tz="UTC")).all()
+    assert str(parsed.dtype) == "datetime64[us, UTC]"
+    naive = parse_started_at(pd.Series(pd.to_datetime(["2025-06-02T14:03:00"])))[0]
+    aware = parse_started_at(pd.Series(pd.to_datetime(["2025-06-02T16:03:00+02:00"])))[0]
+    assert naive[0] == aware[0] == parsed[0]
+
+
+def test_missing_values_are_allowed_in_the_contract():
+    table = validate_frame(_frame(["2025-06-02", None, "", np.nan]), "t.csv", FEATURES)
+    assert table.frame["started_at"].isna().tolist() == [False, True, True, True]
+
+
+@pytest.mark.parametrize("values, expected", [
+    (["2025-06-02", "yesterday", "2025-13-40"],
+     ["column 'started_at': unparseable values ('yesterday', '2025-13-40')",
+      "2 row(s): row 2 (session_id=s1), row 3 (session_id=s2)", "ISO 8601"]),
+    ([1748872980, 1748872980000, 1748872981],
+     ["column 'started_at': epoch values outside 1970-2286", "row 2 (session_id=s1)",
+      "milliseconds: divide them by 1000"]),
+])
+def test_bad_times_are_one_clear_message(values, expected):
+    with pytest.raises(DataError) as info:
+        validate_frame(_frame(values), "t.csv", FEATURES)
+    for text in expected:
+        assert text in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["t.csv", "t.parquet", "t.jsonl"])
+def test_round_trip_through_every_format(name, tmp_path):
+    times = pd.Series(pd.to_datetime(["2025-06-02T14:03:05Z", "2025-06-03T00:00:00Z"],
+                                     utc=True))
+    frame = _frame(times)
+    path = tmp_path / name
+    if name.endswith(".csv"):
+        frame.to_csv(path, index=False)
+    elif name.endswith(".parquet"):
+        frame.to_parquet(path, index=False)
+    else:
+        frame.to_json(path, orient="records", lines=True, date_format="iso")
+    table = validate_frame(read_frame(path), name, FEATURES)
+    assert (table.frame["started_at"] == times).all()
