@@ -29,7 +29,7 @@ from pulse_ml.report.tables import text_table
 from pulse_ml.sessions.feature_sets import FeatureSet, FeatureSpec
 from pulse_ml.sessions.table import validate_frame
 from pulse_ml.settings import feature_set
-from pulse_ml.stats import monitor_effect, simulate_monitoring
+from pulse_ml.stats import compare_arms, monitor_effect, simulate_monitoring
 
 FEATURES = FeatureSet("x", (FeatureSpec("x", "numeric"),))
 START = pd.Timestamp("2025-06-02", tz="UTC")
@@ -157,9 +157,17 @@ def test_last_look_equals_infers_effect(small_demo, clusters):
         arms = [arm_data(table, preds, study, c, codes) for c in (study.control,
                                                                   study.treatment)]
         infer = compare(*arms, InferenceSettings(clusters=clusters))
+        # monitor's per-look numbers are the large-sample ones (ddof 0, z, per-arm lambda)
+        kw = {}
+        if clusters:
+            kw = {"clusters_c": arms[0].users, "clusters_t": arms[1].users,
+                  "clusters_unl_c": arms[0].users_unl, "clusters_unl_t": arms[1].users_unl}
+        large = compare_arms(arms[0].y, arms[0].f, arms[0].f_unl, arms[1].y, arms[1].f,
+                             arms[1].f_unl, small_sample=False, lam_mode="per_arm", **kw)
         last = res.frame[res.frame["case_study"] == study.name].tail(2).set_index("estimator")
         assert last.loc["naive", "n_labeled"] == infer.n_control + infer.n_treatment
-        for est, ref in (("naive", infer.naive), ("augmented", infer.augmented)):
+        assert last.loc["naive", "effect"] == pytest.approx(infer.naive.effect, abs=1e-10)
+        for est, ref in (("naive", large.naive), ("augmented", large.augmented)):
             assert last.loc[est, "effect"] == pytest.approx(ref.effect, abs=1e-10)
             assert last.loc[est, "ci_lower"] == pytest.approx(ref.ci_lower, abs=1e-10)
             assert last.loc[est, "ci_upper"] == pytest.approx(ref.ci_upper, abs=1e-10)

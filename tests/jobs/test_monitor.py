@@ -84,8 +84,10 @@ def test_monitor_writes_files_plot_and_logs_the_run(home, small_demo, tmp_path):
     for study in ("plan", "claude4_vs_gpt5"):
         mine = frame[(frame["case_study"] == study) & (frame["estimator"] == "naive")].iloc[-1]
         ref = effects[(effects["case_study"] == study) & (effects["estimator"] == "naive")]
-        for col in ("effect", "ci_lower", "ci_upper"):
-            assert mine[col] == pytest.approx(float(ref[col].iloc[0]), abs=1e-9)
+        assert mine["effect"] == pytest.approx(float(ref["effect"].iloc[0]), abs=1e-9)
+        # infer's small-sample interval (t, ddof 1) contains monitor's large-sample one
+        assert float(ref["ci_lower"].iloc[0]) <= mine["ci_lower"] + 1e-9
+        assert mine["ci_upper"] <= float(ref["ci_upper"].iloc[0]) + 1e-9
 
 
 def test_model_trained_before_the_test(home, small_demo, tmp_path):

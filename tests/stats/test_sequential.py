@@ -91,7 +91,8 @@ def test_stats_sequential_every_look_equals_compare_arms_on_the_data_so_far(clus
     assert list(res.table.columns[:2]) == ["look", "estimator"] and len(tab) == 12
     for k in range(6):
         args, clusters = _arm_samples(data, k, clustered)
-        ref = compare_arms(*args, **clusters)
+        # The sequence engine uses the large-sample formulas (ddof 0, z, per-arm lambda):
+        ref = compare_arms(*args, **clusters, small_sample=False, lam_mode="per_arm")
         naive, aug = tab.loc[(k, "naive")], tab.loc[(k, "augmented")]
         assert naive.effect == pytest.approx(ref.naive.effect, abs=1e-12)
         assert naive.se == pytest.approx(ref.naive.se, abs=1e-12)
@@ -121,7 +122,7 @@ def _direct_variance(data, k):
         big_a = np.bincount(codes[lab], (y - y.mean()) / y.size, minlength=g)
         big_b = np.bincount(codes[lab], (f - f.mean()) / y.size, minlength=g)
         big_c = np.bincount(codes[unl], (fu - fu.mean()) / fu.size, minlength=g)
-        n_users = np.unique(codes[lab | unl]).size
+        n_users = np.unique(codes[lab]).size  # CR1 counts labeled users (issue 15)
         parts[a] = (big_a, big_c - big_b, np.sqrt(n_users / (n_users - 1)))
 
     def var(lam):

@@ -179,7 +179,8 @@ def _box_minimize(quu: F64, qup: F64, quq: F64, qpp: F64, qqq: F64, qpq: F64) ->
 
 
 def _cluster_estimates(s: dict[str, F64], lambda_rule: str) -> dict[str, F64]:
-    tot, gram, g = s["totals"], s["gram"], s["g"]
+    # CR1 counts labeled users only: they carry the variance (as compare_arms does)
+    tot, gram, g = s["totals"], s["gram"], s["labeled_users"]
     n_rows = tot.shape[0]
     w_a, w_d, means = [], [], []
     with np.errstate(divide="ignore", invalid="ignore"):
