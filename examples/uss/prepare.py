@@ -43,7 +43,7 @@ CASE_STUDIES = {"SGD": "sgd_vs_mwoz", "MWOZ": "sgd_vs_mwoz",
 def read_turns(path: Path, corpus: str) -> pd.DataFrame:
     """One row per line of a USS file: ``dialogue`` (0-based), ``role``, ``text``, ``sat``.
 
-    Dialogues are separated by blank lines; the last line of each is ``USER\\tOVERALL\\t\\t...``.
+    Dialogues are separated by blank lines; the last line of each is the ``OVERALL`` rating.
     """
     raw = pd.read_csv(path, sep="\t", header=None, names=["role", "text", "action", "sat"],
                       dtype=str, quoting=csv.QUOTE_NONE, skip_blank_lines=False,

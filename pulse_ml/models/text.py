@@ -542,7 +542,7 @@ class TextFeatures(TransformerMixin, BaseEstimator):
     def _fit_state(self, texts: np.ndarray, y: np.ndarray | None, direct: tuple[str, ...],
                    inputs: tuple[str, ...]) -> tuple[dict[str, Any], np.ndarray]:
         """Fit a fresh copy; returns its fitted attributes and the training features."""
-        fitted = TextFeatures(**self.get_params())
+        fitted = type(self)(**self.get_params())
         needs = set(direct) | set(inputs)
         if "tfidf" in needs:
             fitted.vectorizer_ = fitted._fit_tfidf(texts)
@@ -686,7 +686,10 @@ class TextFeatures(TransformerMixin, BaseEstimator):
 
 
 def _params_key(est: BaseEstimator) -> tuple:
-    return tuple(sorted((k, repr(v)) for k, v in est.get_params(deep=False).items()))
+    """The estimator's class and settings (a subclass never shares a memoised fit)."""
+    cls = type(est)
+    return (f"{cls.__module__}.{cls.__qualname__}",
+            *sorted((k, repr(v)) for k, v in est.get_params(deep=False).items()))
 
 
 def _array_key(y: np.ndarray | None) -> str | None:
