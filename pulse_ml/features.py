@@ -58,7 +58,8 @@ def feature_set_from_mapping(node: Mapping, default_name: str = "custom") -> Fea
 
     A ``text`` column takes its encoder settings beside ``kind``, e.g.
     ``user_text: {kind: text, encoders: [stack, vader], stack_alpha: 3.0}``; ``{kind: text}``
-    alone is TF-IDF (word 1-2-grams) stacked honestly plus VADER sentiment.
+    alone is one column: a ridge sub-model on TF-IDF (word 1-2-grams) and VADER sentiment,
+    stacked honestly (its training values come from an inner cross-fit).
 
     Raises:
         PulseError: if a column has an unknown kind or text option, or the set is empty.

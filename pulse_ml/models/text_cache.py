@@ -142,13 +142,20 @@ class VectorStore:
                 os.unlink(tmp)
 
 
+CACHE_ENV = "PULSE_TEXT_CACHE"
 _STORES: dict[tuple[str, int, str | None], VectorStore] = {}
-_MEMO: OrderedDict[Hashable, Any] = OrderedDict()
-MEMO_SIZE = 64
+_MEMO: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+MEMO_SIZE = 128
+MEMO_BYTES = 512 * 2**20
 
 
 def store_for(key: str, width: int, cache_dir: str | os.PathLike | None = None) -> VectorStore:
-    """The process-wide :class:`VectorStore` of an encoder setting (created on first use)."""
+    """The process-wide :class:`VectorStore` of an encoder setting (created on first use).
+
+    ``cache_dir=None`` falls back to the ``PULSE_TEXT_CACHE`` environment variable (unset or
+    empty = memory only).
+    """
+    cache_dir = cache_dir if cache_dir is not None else (os.environ.get(CACHE_ENV) or None)
     folder = None if cache_dir is None else str(Path(cache_dir).expanduser().resolve())
     ident = (key, int(width), folder)
     if ident not in _STORES:
@@ -157,15 +164,37 @@ def store_for(key: str, width: int, cache_dir: str | os.PathLike | None = None) 
 
 
 def memoize(key: Hashable, compute: Callable[[], Any]) -> Any:
-    """Least-recently-used memo of the last ``MEMO_SIZE`` results (fitted vocabularies)."""
+    """Least-recently-used memo of deterministic results (fits, encoded folds).
+
+    Keeps at most ``MEMO_SIZE`` entries and about ``MEMO_BYTES`` of arrays; callers must not
+    modify what they get back.
+    """
     if key in _MEMO:
         _MEMO.move_to_end(key)
-        return _MEMO[key]
+        return _MEMO[key][0]
     value = compute()
-    _MEMO[key] = value
-    while len(_MEMO) > MEMO_SIZE:
-        _MEMO.popitem(last=False)
+    _MEMO[key] = (value, _nbytes(value))
+    total = sum(size for _, size in _MEMO.values())
+    while len(_MEMO) > 1 and (len(_MEMO) > MEMO_SIZE or total > MEMO_BYTES):
+        _, (_, size) = _MEMO.popitem(last=False)
+        total -= size
     return value
+
+
+def _nbytes(value: Any) -> int:
+    """Approximate memory of arrays, sparse matrices and containers of them."""
+    if isinstance(value, np.ndarray):
+        return int(value.nbytes)
+    if hasattr(value, "data") and hasattr(value, "indices"):  # scipy sparse
+        return int(value.data.nbytes + value.indices.nbytes + value.indptr.nbytes)
+    if isinstance(value, tuple | list):
+        return sum(_nbytes(v) for v in value)
+    if isinstance(value, dict):
+        return sum(_nbytes(v) for v in value.values())
+    vocab = getattr(value, "vocabulary_", None)
+    if isinstance(vocab, dict):  # a fitted TfidfVectorizer: ~150 bytes per term
+        return 150 * len(vocab)
+    return 0
 
 
 def clear_text_caches() -> None:

@@ -354,14 +354,15 @@ def test_wordllama_missing_weights_is_a_clear_error():
 
 
 @needs_wordllama
-def test_embeddings_are_computed_once_per_table_and_reused_from_disk(tmp_path):
+def test_embeddings_are_computed_once_per_table_and_reused_from_disk(tmp_path, monkeypatch):
     rng = np.random.default_rng(3)
     texts = [f"{a}\n{b}" for a, b in zip(_noise_texts(rng, 60, 4), _noise_texts(rng, 60, 4),
                                          strict=True)]
     frame = pd.DataFrame({"user_text": texts})
     y = rng.normal(size=60)
     fs = _features({"encoders": "stack+wordllama", "stack_on": "wordllama",
-                    "wordllama_dim": 64, "cache_dir": str(tmp_path)})
+                    "wordllama_dim": 64})
+    monkeypatch.setenv("PULSE_TEXT_CACHE", str(tmp_path))  # the jobs' way to set cache_dir
     X = feature_frame(frame, fs)
     folds = _folds(60, 1, k=3)
     for _trial in range(2):  # two "Optuna trials" x 3 folds
@@ -422,7 +423,7 @@ def test_feature_set_text_kind_options_and_search_space():
     spec = fs.columns[0]
     assert spec.kind == "text" and spec.options == {}
     step = build_pipeline(RIDGE, fs).named_steps["features"].transformers[0][1]
-    assert step.encoders == "stack+vader" and step.stack_on == "tfidf"
+    assert step.encoders == "stack" and step.stack_on == "tfidf+vader"
     fs = feature_set_from_mapping({"name": "t", "columns": {"user_text": {
         "kind": "text", "encoders": ["stack", "wordllama"], "stack_alpha": 2.0,
         "search_space": {"stack_alpha": {"type": "float", "low": 0.3, "high": 30, "log": True},
