@@ -111,17 +111,25 @@ def build_table(folder: Path, corpora=CORPORA, label_share: float | None = None,
         "system_text": rows["system_text"],
     })
     if label_share is not None:
-        if not 0.0 < label_share <= 1.0:
-            raise ValueError(f"--label-share {label_share}: use a share in (0, 1].")
-        rng = np.random.default_rng(seed)
-        u = rng.random(len(table))
-        # the same share in every corpus: rank the draws within each corpus
-        rank = pd.Series(u).groupby(table["corpus"]).rank(pct=True)
-        keep = (rank <= label_share).to_numpy()
+        keep = label_mask(table["corpus"], label_share, seed)
         table["rating_hidden"] = table["rating"]
         table.loc[~keep, "rating"] = np.nan
         table.loc[~keep, "n_ratings"] = 0
     return table
+
+
+def label_mask(corpus: pd.Series, share: float, seed: int) -> np.ndarray:
+    """Which dialogues keep their rating: a seeded ``share`` of each corpus.
+
+    Raises:
+        ValueError: if ``share`` is not in (0, 1].
+    """
+    if not 0.0 < share <= 1.0:
+        raise ValueError(f"--label-share {share}: use a share in (0, 1].")
+    u = np.random.default_rng(seed).random(len(corpus))
+    # the same share in every corpus: rank the draws within each corpus
+    rank = pd.Series(u, index=corpus.index).groupby(corpus).rank(pct=True)
+    return (rank <= share).to_numpy()
 
 
 def summary(table: pd.DataFrame) -> str:

@@ -473,3 +473,31 @@ def test_optuna_tunes_text_settings_through_the_pulse_objective():
     study.optimize(objective, n_trials=3)
     alphas = {t.params["features__text_user_text__stack_alpha"] for t in study.trials}
     assert len(alphas) == 3 and study.best_value > 0.3
+
+
+# --------------------------------------------------------------------------------------------
+# The USS example table
+# --------------------------------------------------------------------------------------------
+
+USS = REPO.parent / "shared" / "data" / "real" / "uss-user-satisfaction-simulation"
+
+
+@pytest.mark.skipif(not (USS / "SGD.txt").is_file(),
+                    reason=f"USS data not found at {USS} (the shared data folder is absent)")
+def test_uss_prepare_matches_the_published_label_counts_and_hides_ratings():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("uss_prepare",
+                                                  REPO / "examples" / "uss" / "prepare.py")
+    prepare = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(prepare)
+    table = prepare.build_table(USS, corpora=("SGD", "CCPE"))
+    counts = table.assign(r=table["rating"].round()).groupby(["corpus", "r"]).size()
+    # SOURCE.md: rounded-mean OVERALL distribution per corpus
+    assert counts.loc["SGD"].to_dict() == {2.0: 37, 3.0: 664, 4.0: 299}
+    assert counts.loc["CCPE"].to_dict() == {2.0: 37, 3.0: 407, 4.0: 56}
+    assert not table["user_text"].str.contains("OVERALL").any()
+    assert (table["user_message_count"] == table["user_text"].str.count("\n") + 1).all()
+    sparse = prepare.build_table(USS, corpora=("SGD", "CCPE"), label_share=0.1, seed=0)
+    assert sparse.groupby("corpus")["rating"].count().to_dict() == {"CCPE": 50, "SGD": 100}
+    assert sparse["rating_hidden"].equals(table["rating"])
