@@ -56,6 +56,7 @@ __all__ = [
     "parse_encoders",
     "require_package",
     "text_options",
+    "text_requirements",
     "text_search_space",
     "vader_features",
     "wordllama_features",
@@ -539,10 +540,10 @@ class TextFeatures(TransformerMixin, BaseEstimator):
         y = None if y is None else np.asarray(y, dtype=np.float64)
         # The fit is a deterministic function of (settings, texts, ratings): memoised, so an
         # Optuna trial that only changes the structured model's settings reuses it.
+        self.column_ = name or "text"
         key = ("fit", _params_key(self), sequence_key(text_hashes(texts)), _array_key(y))
         state, result = memoize(key, lambda: self._fit_state(texts, y, direct, inputs))
         self.__dict__.update(state)
-        self.column_ = name
         self.fit_key_ = key
         return result.copy()
 
@@ -550,6 +551,7 @@ class TextFeatures(TransformerMixin, BaseEstimator):
                    inputs: tuple[str, ...]) -> tuple[dict[str, Any], np.ndarray]:
         """Fit a fresh copy; returns its fitted attributes and the training features."""
         fitted = type(self)(**self.get_params())
+        fitted.column_ = self.column_
         fitted.train_key_ = sequence_key(text_hashes(texts))
         needs = set(direct) | set(inputs)
         if "tfidf" in needs:
@@ -816,3 +818,34 @@ def text_search_space(features) -> tuple:
         if spec.kind == "text" and spec.options.get("search_space"):
             out += text_search_space_of(spec.name, spec.options["search_space"])
     return out
+
+
+def text_requirements(features) -> list[str]:
+    """The pip requirements of the text encoders a feature set can use (pyfunc model).
+
+    Counts the configured ``encoders`` / ``stack_on`` and every categorical choice of the
+    column's ``search_space``, so a tuned model never needs a package its environment lacks.
+
+    Args:
+        features: A :class:`pulse_ml.features.FeatureSet`.
+
+    Returns:
+        Sorted requirement strings, e.g. ``["vaderSentiment>=3.3"]``; empty without text.
+    """
+    needed: set[str] = set()
+    for spec in features.columns:
+        if spec.kind != "text":
+            continue
+        settings = {k: v for k, v in spec.options.items() if k != "search_space"}
+        enc = TextFeatures(**settings)
+        names = [enc.encoders, enc.stack_on]
+        for key in ("encoders", "stack_on"):
+            names += list((spec.options.get("search_space") or {}).get(key, {}).get(
+                "choices", ()))
+        used = {n for value in names for n in parse_encoders(value, DIRECT_ENCODERS
+                                                              + STACK_INPUTS, "encoders")}
+        if "vader" in used:
+            needed.add(_PIP["vaderSentiment"])
+        if "wordllama" in used:
+            needed.add(_PIP["wordllama"])
+    return sorted(needed)

@@ -31,6 +31,7 @@ from pulse_ml.models.text import (
     check_text_column,
     load_wordllama,
     require_package,
+    text_requirements,
     text_search_space,
     vader_features,
     wordllama_features,
@@ -397,6 +398,9 @@ def test_check_text_column_counts_missing_and_refuses_non_text_rows():
     assert "2 value(s)" in msg
     with pytest.raises(PulseError, match="row 1: float"):
         check_text_column(pd.Series([1.5, np.nan]), "user_text")
+    with pytest.raises(PulseError, match="'user_text': no term is left for TF-IDF"):
+        TextFeatures(encoders="stack", stack_on="tfidf").fit(
+            pd.Series([""] * 20, name="user_text"), np.arange(20.0))
 
 
 def test_missing_package_names_the_extra():
@@ -430,6 +434,7 @@ def test_feature_set_text_kind_options_and_search_space():
                          "stack_on": {"type": "categorical",
                                       "choices": ["tfidf", "tfidf+vader"]}}}}})
     assert fs.columns[0].options["encoders"] == "stack+wordllama"
+    assert text_requirements(fs) == ["vaderSentiment>=3.3", "wordllama>=0.4"]
     names = [p.name for p in text_search_space(fs)]
     assert names == ["features__text_user_text__stack_alpha",
                      "features__text_user_text__stack_on"]
