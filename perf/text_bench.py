@@ -14,7 +14,7 @@ pulse ``CVObjective``, TPE seed 42) per family with and without text, to measure
 * ConvAI2 wild evaluation: 593 rated chats; structured features = examples/convai2/features.yaml;
   text = the volunteer's messages (and the bot's); folds grouped by user, as `pulse-ml train`.
 
-Run (about 10 minutes on 2 cores; pass the data folders when ../shared is elsewhere):
+Run (about 25 minutes on 2 busy cores; pass the data folders when ../shared is elsewhere):
     python perf/text_bench.py
     python perf/text_bench.py --uss-families lightgbm --datasets uss --trials 10 \
         --sets "structured only,default" --out /tmp/text_bench.md
