@@ -53,18 +53,34 @@ def model_spec_from_mapping(node: Mapping[str, Any]) -> ModelSpec:
             f"model '{name}': `estimator._target_` is missing (the import path of "
             "a scikit-learn estimator, e.g. sklearn.ensemble.RandomForestRegressor)."
         )
+    params = parse_search_space(f"model '{name}'", node.get("search_space") or {})
+    return ModelSpec(
+        name=name, estimator=est, scale=bool(node.get("scale", False)), search_space=params
+    )
+
+
+def parse_search_space(owner: str, node: Mapping[str, Any]) -> tuple[ParamSpec, ...]:
+    """Parse ``{name: {type, low, high, log, step, choices}}`` into :class:`ParamSpec` s.
+
+    Args:
+        owner: Who declares the space (``model 'hist_gb'``), for messages.
+        node: The ``search_space`` mapping.
+
+    Raises:
+        PulseError: if an entry has an unknown type or misses its range or choices.
+    """
     params = []
-    for pname, p in (node.get("search_space") or {}).items():
+    for pname, p in node.items():
         ptype = str(p.get("type", "float"))
         if ptype not in ("float", "int", "categorical"):
             raise PulseError(
-                f"model '{name}', search_space.{pname}: type '{ptype}' unknown; "
+                f"{owner}, search_space.{pname}: type '{ptype}' unknown; "
                 "use float, int or categorical."
             )
         if ptype == "categorical" and not p.get("choices"):
-            raise PulseError(f"model '{name}', search_space.{pname}: categorical needs choices.")
+            raise PulseError(f"{owner}, search_space.{pname}: categorical needs choices.")
         if ptype != "categorical" and (p.get("low") is None or p.get("high") is None):
-            raise PulseError(f"model '{name}', search_space.{pname}: needs low and high.")
+            raise PulseError(f"{owner}, search_space.{pname}: needs low and high.")
         params.append(
             ParamSpec(
                 name=str(pname),
@@ -76,9 +92,7 @@ def model_spec_from_mapping(node: Mapping[str, Any]) -> ModelSpec:
                 choices=tuple(p.get("choices") or ()),
             )
         )
-    return ModelSpec(
-        name=name, estimator=est, scale=bool(node.get("scale", False)), search_space=tuple(params)
-    )
+    return tuple(params)
 
 
 def suggest(trial, space: tuple[ParamSpec, ...]) -> dict[str, Any]:
@@ -100,10 +114,17 @@ def suggest(trial, space: tuple[ParamSpec, ...]) -> dict[str, Any]:
 def build_pipeline(
     spec: ModelSpec, features: FeatureSet, params: Mapping[str, Any] | None = None
 ) -> Pipeline:
-    """Instantiate preprocessing + estimator with ``params`` overriding the configured defaults."""
+    """Instantiate preprocessing + estimator with ``params`` overriding the configured defaults.
+
+    Names without ``__`` are estimator keyword arguments; names with ``__`` are pipeline
+    parameters set after construction, e.g. ``features__text_user_text__stack_alpha`` for
+    the ``stack_alpha`` setting of the text column ``user_text``.
+    """
     from hydra.utils import instantiate
 
-    kwargs = {**spec.estimator, **dict(params or {})}
+    params = dict(params or {})
+    nested = {k: v for k, v in params.items() if "__" in k}
+    kwargs = {**spec.estimator, **{k: v for k, v in params.items() if "__" not in k}}
     try:
         estimator = instantiate(kwargs, _convert_="all")
     except Exception as exc:  # noqa: BLE001 - surface config errors to the user
@@ -115,4 +136,19 @@ def build_pipeline(
     if spec.scale:
         steps.append(("scale", StandardScaler(with_mean=True)))
     steps.append(("model", estimator))
-    return Pipeline(steps)
+    pipeline = Pipeline(steps)
+    if nested:
+        valid = pipeline.get_params(deep=True)
+        unknown = sorted(k for k in nested if k not in valid)
+        if unknown:
+            steps_ = sorted(k for k in valid if k.startswith("features__text_")
+                            and k.count("__") == 2)
+            raise PulseError(
+                f"model '{spec.name}': parameter(s) {', '.join(unknown)} name no setting of the "
+                f"pipeline for feature set '{features.name}'. Text settings are named "
+                "features__text_<column>__<setting>"
+                + (f" (e.g. {steps_[0]})." if steps_ else "; this feature set has no text "
+                   "column.")
+            )
+        pipeline.set_params(**nested)
+    return pipeline

@@ -1,4 +1,4 @@
-"""Feature preprocessing: one-hot for categoricals (the paper's DictVectorizer), pass the rest."""
+"""Feature preprocessing: one-hot for categoricals, text encoders for text, pass the rest."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import pandas as pd
 from sklearn.compose import ColumnTransformer
 from sklearn.preprocessing import OneHotEncoder
 
+from pulse_ml.errors import PulseError
 from pulse_ml.sessions.feature_sets import FeatureSet
 
 
@@ -14,7 +15,10 @@ def make_preprocessor(features: FeatureSet) -> ColumnTransformer:
     """A transformer from the session table's feature columns to a dense float matrix.
 
     Categorical columns become one-hot indicators (unknown values at predict time give all
-    zeros, like a DictVectorizer); counts, flags and numeric columns pass through as floats.
+    zeros, like a DictVectorizer); counts, flags and numeric columns pass through as floats;
+    each text column goes to its own :class:`pulse_ml.models.text.TextFeatures` step named
+    ``text_<column>`` (settings from the feature set; tunable as
+    ``features__text_<column>__<setting>``).
     """
     cats = [c for c in features.columns if c.kind == "categorical"]
     nums = features.of_kind("count", "flag", "numeric")
@@ -37,15 +41,39 @@ def make_preprocessor(features: FeatureSet) -> ColumnTransformer:
         )
     if nums:
         transformers.append(("numeric", "passthrough", nums))
+    for spec in features.columns:
+        if spec.kind == "text":
+            from pulse_ml.models.text import TextFeatures
+
+            settings = {k: v for k, v in spec.options.items() if k != "search_space"}
+            transformers.append((f"text_{spec.name}", TextFeatures(**settings), spec.name))
     return ColumnTransformer(
         transformers, remainder="drop", sparse_threshold=0.0, verbose_feature_names_out=False
     )
 
 
 def feature_frame(frame: pd.DataFrame, features: FeatureSet) -> pd.DataFrame:
-    """The feature columns of a session table with model-ready dtypes (floats and strings)."""
+    """The feature columns of a session table with model-ready dtypes (floats and strings).
+
+    Text columns are checked by :func:`pulse_ml.models.text.check_text_column` (missing values
+    become empty text; numbers or lists are refused).
+
+    Raises:
+        PulseError: if a feature column is missing or a text column holds non-text values.
+    """
+    absent = [n for n in features.names if n not in frame.columns]
+    if absent:
+        raise PulseError(f"the table lacks feature column(s) {', '.join(absent)} of feature set "
+                         f"'{features.name}' that the model reads; add them to the table.")
     out = {}
     for spec in features.columns:
         col = frame[spec.name]
-        out[spec.name] = col.astype(str) if spec.kind == "categorical" else col.astype("float64")
+        if spec.kind == "text":
+            from pulse_ml.models.text import check_text_column
+
+            out[spec.name] = check_text_column(col, spec.name).texts
+        elif spec.kind == "categorical":
+            out[spec.name] = col.astype(str)
+        else:
+            out[spec.name] = col.astype("float64")
     return pd.DataFrame(out, index=frame.index)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from pulse_ml.errors import PulseError
 
-KINDS = ("categorical", "count", "flag", "numeric")
+KINDS = ("categorical", "count", "flag", "numeric", "text")
 
 
 @dataclass(frozen=True)
@@ -17,13 +18,17 @@ class FeatureSpec:
     Attributes:
         name: Column name in the session table.
         kind: ``categorical`` (strings, one-hot encoded), ``count`` (integer >= 0),
-            ``flag`` (0/1) or ``numeric`` (any finite float).
+            ``flag`` (0/1), ``numeric`` (any finite float) or ``text`` (strings, encoded
+            inside the CV folds by :class:`pulse_ml.models.text.TextFeatures`).
         values: Allowed values of a categorical column (empty = any string).
+        options: Settings of a ``text`` column (encoders, stack_alpha, ..., search_space);
+            see :func:`pulse_ml.models.text.text_options`.
     """
 
     name: str
     kind: str
     values: tuple[str, ...] = ()
+    options: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True)
@@ -51,8 +56,13 @@ class FeatureSet:
 def feature_set_from_mapping(node: Mapping, default_name: str = "custom") -> FeatureSet:
     """Build a :class:`FeatureSet` from a config mapping ``{name, columns: {col: {kind, values}}}``.
 
+    A ``text`` column takes its encoder settings beside ``kind``, e.g.
+    ``user_text: {kind: text, encoders: [stack, vader], stack_alpha: 3.0}``; ``{kind: text}``
+    alone is one column: a ridge sub-model on TF-IDF (word 1-2-grams) and VADER sentiment,
+    stacked honestly (its training values come from an inner cross-fit).
+
     Raises:
-        PulseError: if a column has an unknown kind or the set is empty.
+        PulseError: if a column has an unknown kind or text option, or the set is empty.
     """
     name = str(node.get("name", default_name))
     columns = node.get("columns") or {}
@@ -67,5 +77,13 @@ def feature_set_from_mapping(node: Mapping, default_name: str = "custom") -> Fea
             raise PulseError(f"feature set '{name}', column '{col}': unknown kind '{kind}'. "
                              f"Use one of {', '.join(KINDS)}.")
         values = tuple(str(v) for v in (spec.get("values") or ()))
-        specs.append(FeatureSpec(name=str(col), kind=kind, values=values))
+        options: dict[str, Any] = {}
+        if kind == "text":
+            from pulse_ml.models.text import text_options
+
+            if values:
+                raise PulseError(f"feature set '{name}', column '{col}': a text column takes no "
+                                 "`values`; remove them or use kind: categorical.")
+            options = text_options(str(col), {k: v for k, v in spec.items() if k != "values"})
+        specs.append(FeatureSpec(name=str(col), kind=kind, values=values, options=options))
     return FeatureSet(name=name, columns=tuple(specs))
