@@ -122,5 +122,11 @@ def ensure_demo_data(path: str | Path, allowed: bool) -> None:
         return
     from pulse_ml.config import compose
 
-    print(f"{path} does not exist: creating the demo data (pulse-ml simulate out={path.parent})")
-    write_demo(settings_from_config(compose("simulate", [f"out={path.parent}"])), path.parent)
+    print(f"no demo data yet: simulating it into {path.parent} (`pulse-ml simulate` prints the "
+          "full calibration table)")
+    result, figures, ref, _, _ = write_demo(
+        settings_from_config(compose("simulate", [f"out={path.parent}"])), path.parent)
+    labeled = result.sessions["rating"].notna()
+    print(f"  {len(result.sessions):,} sessions, {int(labeled.sum()):,} rated, mean rating "
+          f"{result.sessions.loc[labeled, 'rating'].mean():.2f} (paper 4.07), Bayes-optimal "
+          f"rho {result.ground_truth.bayes_rho:.2f}")
