@@ -147,9 +147,11 @@ def run(cfg: Node) -> pd.DataFrame:
 
 def run_settings(job: InferJob) -> pd.DataFrame:
     """Infer with typed settings (``pipeline`` calls this directly)."""
-    from pulse_ml.registry import models
+    from pulse_ml.registry import models, store
 
     raw = read_frame(job.data_path)  # bad files fail before the model loads
+    if job.log_mlflow:
+        store.connect(write=True)  # a read-only store fails now, not after the work
     ensemble, version = models.load_model(job.model_uri)
     data = honest_data(raw, job.data_path, ensemble, job.case_studies, job.only, job.mode)
     table, preds, n_oof = data.table, data.predictions, data.n_with_oof
