@@ -86,11 +86,14 @@ def run(cfg: Node):
         reference = truth[name]
     res = audit(table, preds, table.case_study(name), settings, job.replications,
                 job.hide_share, job.seed, reference, job.progress)
+    from pulse_ml.report.atomic import staged_outputs
+
     out = job.output
-    out.mkdir(parents=True, exist_ok=True)
-    res.per_replication.to_csv(out / f"audit_{name}.csv", index=False)
     summary = {k: v for k, v in asdict(res).items() if k != "per_replication"}
-    (out / f"audit_{name}.json").write_text(json.dumps({**summary, "mode": mode}, indent=2))
+    with staged_outputs(out) as stage:  # both files or neither; earlier ones stay otherwise
+        res.per_replication.to_csv(stage / f"audit_{name}.csv", index=False)
+        (stage / f"audit_{name}.json").write_text(json.dumps({**summary, "mode": mode},
+                                                             indent=2))
     nominal = 1 - settings.alpha
     for note in notes:
         print(f"note: {note}")

@@ -80,26 +80,27 @@ def settings_from_config(cfg: Node) -> InferJob:
 
 def write_outputs(job: InferJob, effects: pd.DataFrame, results: list[CaseStudyResult],
                   meta: dict, truth: dict[str, float]) -> list[Path]:
-    """effects.{json,csv,md}, forest.png, features.csv, label_shift.csv."""
+    """effects.{json,csv,md}, forest.png, features.csv, label_shift.csv (all or none)."""
+    from pulse_ml.report.atomic import staged_outputs
     from pulse_ml.report.plots import forest_plot
 
-    out = job.output
-    out.mkdir(parents=True, exist_ok=True)
-    effects.to_csv(out / "effects.csv", index=False)
-    (out / "effects.json").write_text(json.dumps(
-        {**meta, "effects": effects.to_dict(orient="records")}, indent=2, default=str))
-    header = f"# Effects ({meta['mode']} predictions, model {meta['model']})\n\n"
-    if job.mode == "in_sample":
-        header += f"> {IN_SAMPLE_WARNING}\n\n"
-    (out / "effects.md").write_text(header + markdown_table(effects, 4) + "\n")
-    forest_plot(effects, out / "forest.png", truth or None)
-    feats = pd.concat([r.features for r in results], ignore_index=True)
-    feats.to_csv(out / "features.csv", index=False)
-    shifts = [r.shift for r in results if len(r.shift)]
-    shift = pd.concat(shifts, ignore_index=True) if shifts else pd.DataFrame()
-    shift.to_csv(out / "label_shift.csv", index=False)
-    return [out / n for n in ("effects.json", "effects.csv", "effects.md", "forest.png",
-                              "features.csv", "label_shift.csv")]
+    names = ("effects.json", "effects.csv", "effects.md", "forest.png", "features.csv",
+             "label_shift.csv")
+    with staged_outputs(job.output) as out:
+        effects.to_csv(out / "effects.csv", index=False)
+        (out / "effects.json").write_text(json.dumps(
+            {**meta, "effects": effects.to_dict(orient="records")}, indent=2, default=str))
+        header = f"# Effects ({meta['mode']} predictions, model {meta['model']})\n\n"
+        if job.mode == "in_sample":
+            header += f"> {IN_SAMPLE_WARNING}\n\n"
+        (out / "effects.md").write_text(header + markdown_table(effects, 4) + "\n")
+        forest_plot(effects, out / "forest.png", truth or None)
+        feats = pd.concat([r.features for r in results], ignore_index=True)
+        feats.to_csv(out / "features.csv", index=False)
+        shifts = [r.shift for r in results if len(r.shift)]
+        shift = pd.concat(shifts, ignore_index=True) if shifts else pd.DataFrame()
+        shift.to_csv(out / "label_shift.csv", index=False)
+    return [job.output / n for n in names]
 
 
 def log_run(job: InferJob, effects: pd.DataFrame, files: list[Path], version, meta) -> str:

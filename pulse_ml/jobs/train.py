@@ -24,6 +24,7 @@ import pandas as pd
 
 from pulse_ml import settings as shared
 from pulse_ml.config import Node, choice, flag, mapping, number, text, to_yaml
+from pulse_ml.errors import PulseError
 from pulse_ml.models.factory import ModelSpec, model_spec_from_mapping
 from pulse_ml.report.tables import text_table
 from pulse_ml.sessions.feature_sets import FeatureSet
@@ -73,6 +74,11 @@ class TrainSettings:
 def tuning_settings(cfg: Node, verb: str = "train") -> TuningSettings:
     """Typed tuning and CV settings from the composed ``tuning``/``cv`` nodes."""
     objective = choice(cfg, "objective", verb, {k: f"{v} it" for k, v in OBJECTIVES.items()})
+    if cfg.select("tuning.n_trials") in (0, "0") and not text(cfg, "tuning.storage"):
+        raise PulseError(f"pulse-ml {verb}: tuning.n_trials=0 runs no trial, and without "
+                         "tuning.storage there is no earlier study to reuse. Use "
+                         "tuning.n_trials >= 1, or tuning.storage=<the journal/database of an "
+                         "earlier study> to refit its best trial.")
     return TuningSettings(
         n_trials=number(cfg, "tuning.n_trials", verb, 0, None, integer=True),
         timeout_s=number(cfg, "tuning.timeout_s", verb, 0, None, open_interval=True,
@@ -193,6 +199,10 @@ def run_settings(job: TrainSettings) -> TrainResult:
     # Training uses every labeled session; case studies matter only to infer.
     table = load_sessions(job.data_path, job.features, {}, only=[])
     spec, tuning = job.model, job.tuning
+    if tuning.storage:  # a study database that does not answer fails before any MLflow run
+        from pulse_ml.training.storage import open_storage
+
+        open_storage(tuning.storage)
     print(f"training {spec.name} on {int(table.labeled.sum())} labeled sessions of "
           f"{Path(table.path).name} (features '{table.features.name}', "
           f"{tuning.n_trials if spec.search_space else 1} trial(s) x {tuning.n_splits}-fold CV, "
