@@ -154,7 +154,7 @@ def score_file(ensemble, path: str | os.PathLike[str], out: str | os.PathLike[st
         with pq.ParquetWriter(partial, OUTPUT_SCHEMA) as writer:
             for chunk in iter_chunks(path, needed, settings.chunk_size):
                 n_chunks += 1
-                validate_chunk(chunk, features, path, n_rows, n_chunks)
+                chunk = validate_chunk(chunk, features, path, n_rows, n_chunks)
                 table = score_chunk(ensemble, chunk, lookup)
                 writer.write_table(table)
                 n_honest += int(table.column("honest").to_numpy().sum())

@@ -84,6 +84,11 @@ class TrainSettings:
 def tuning_settings(cfg: Node, verb: str = "train") -> TuningSettings:
     """Typed tuning and CV settings from the composed ``tuning``/``cv`` nodes."""
     objective = choice(cfg, "objective", verb, {k: f"{v} it" for k, v in OBJECTIVES.items()})
+    if cfg.select("tuning.n_trials") in (0, "0") and not text(cfg, "tuning.storage"):
+        raise PulseError(f"pulse-ml {verb}: tuning.n_trials=0 runs no trial, and without "
+                         "tuning.storage there is no earlier study to reuse. Use "
+                         "tuning.n_trials >= 1, or tuning.storage=<the journal/database of an "
+                         "earlier study> to refit its best trial.")
     return TuningSettings(
         n_trials=number(cfg, "tuning.n_trials", verb, 0, None, integer=True),
         timeout_s=number(cfg, "tuning.timeout_s", verb, 0, None, open_interval=True,
@@ -222,6 +227,10 @@ def run_settings(job: TrainSettings) -> TrainResult:
     table = select_training(load_sessions(job.data_path, job.features, {}, only=[]),
                             job.selection)
     spec, tuning = job.model, job.tuning
+    if tuning.storage:  # a study database that does not answer fails before any MLflow run
+        from pulse_ml.training.storage import open_storage
+
+        open_storage(tuning.storage)
     chosen = f", {job.selection.describe()}" if job.selection.active else ""
     print(f"training {spec.name} on {int(table.labeled.sum())} labeled sessions of "
           f"{Path(table.path).name}{chosen} (features '{table.features.name}', "

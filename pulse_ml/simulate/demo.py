@@ -101,13 +101,17 @@ def write_demo(settings: SimulateSettings, out: Path, events: bool = False,
                          f"Pass a writable path, e.g. out=/tmp/demo.") from None
     figures = calibration_figures(result.sessions)
     ref = reference()
+    from pulse_ml.report.atomic import staged_outputs
+
     paths = {"sessions": out / "sessions.parquet", "ground_truth": out / "ground_truth.json",
              "ratings": out / "ratings.csv"}
-    result.sessions.to_parquet(paths["sessions"], index=False)
-    result.segment_ratings.to_csv(paths["ratings"], index=False)
     truth = asdict(result.ground_truth)
     truth.update(seed=settings.seed, settings=asdict(settings), data=figures, paper=ref)
-    paths["ground_truth"].write_text(json.dumps(truth, indent=2) + "\n", encoding="utf-8")
+    with staged_outputs(out) as stage:  # the three files appear together, complete, or not
+        result.sessions.to_parquet(stage / paths["sessions"].name, index=False)
+        result.segment_ratings.to_csv(stage / paths["ratings"].name, index=False)
+        (stage / paths["ground_truth"].name).write_text(json.dumps(truth, indent=2) + "\n",
+                                                        encoding="utf-8")
     n_events = 0
     if events:
         n_events = write_events(result.sessions, out / "events", settings.seed, events_limit)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import multiprocessing as mp
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -108,16 +107,10 @@ class CVObjective:
 
 
 def _storage(url: str | None):
-    if not url:
-        return None
-    from optuna.storages import JournalStorage
-    from optuna.storages.journal import JournalFileBackend
+    """The Optuna storage of ``tuning.storage`` (bounded waits: see ``training.storage``)."""
+    from pulse_ml.training.storage import open_storage
 
-    if url.endswith((".log", ".journal", ".jsonl")) or "://" not in url:
-        path = Path(url).expanduser().resolve()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return JournalStorage(JournalFileBackend(str(path)))
-    return url
+    return open_storage(url)
 
 
 def open_study(settings: TuningSettings, study_name: str, worker: int = 0):
@@ -187,6 +180,10 @@ def run_study(settings: TuningSettings, study_name: str, objective: CVObjective,
     try:
         study.optimize(objective, n_trials=shares[0], timeout=settings.timeout_s,
                        callbacks=[_update])
+    except BaseException:  # Ctrl-C, SIGTERM or an error: stop the other workers too
+        for p in procs:
+            p.terminate()
+        raise
     finally:
         bar.close()
         for p in procs:

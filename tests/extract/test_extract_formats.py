@@ -129,3 +129,28 @@ def test_cli_subprocess(tmp_path):
                          env={**__import__("os").environ, "PULSE_HOME": str(tmp_path)})
     assert bad.returncode == 2 and "no session files" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_bad_lines_are_skipped_with_their_line_numbers(tmp_path):
+    from pulse_ml.extract.readers import read_file, skipped_by_file
+
+    rec = {"messages": [{"role": "user", "text": "hi"}, {"role": "assistant", "text": "ok"}]}
+    lines = [json.dumps({**rec, "id": "a"}), "", "{oops", json.dumps({**rec, "id": "b"}),
+             json.dumps({"id": "c", "nothing": 1}), json.dumps({**rec, "id": "d"})]
+    path = tmp_path / "chat.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    read = read_sessions([path], progress=False)
+    assert [s.session_id for s in read.sessions] == ["a", "b", "d"]
+    assert [why.split(":")[0] for _, why in read.failures] == ["line 3", "line 5"]
+    assert read.per_file == {str(path): 3}
+    (line,) = skipped_by_file(read.failures, read.per_file)
+    assert line.startswith(f"{path}: read 3 session(s), skipped 2 line(s) (3, 5); first: "
+                           "invalid JSON")
+    with pytest.raises(ValueError, match="line 3: invalid JSON"):
+        read_file(path)  # strict mode (no failures list) still names the line
+    only_bad = tmp_path / "bad.jsonl"
+    only_bad.write_text("{x\n{y\n")
+    read = read_sessions([only_bad], progress=False)
+    assert not read.sessions
+    assert read.failures == [(str(only_bad), "line 1: invalid JSON (Expecting property name "
+                              "enclosed in double quotes) (and 1 more line(s))")]
