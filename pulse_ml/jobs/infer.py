@@ -83,9 +83,7 @@ def settings_from_config(cfg: Node) -> InferJob:
 def write_outputs(job: InferJob, effects: pd.DataFrame, results: list[CaseStudyResult],
                   meta: dict, truth: dict[str, float],
                   lineage: dict | None = None) -> list[Path]:
-    """effects.{json,csv,md}, forest.png, features.csv, label_shift.csv, prediction_shift.csv
-    and report.html, all or none (staged, then moved into place).
-    """
+    """Write effects.{json,csv,md}, forest.png, the shift tables and report.html, all or none."""
     from pulse_ml.report.atomic import staged_outputs
     from pulse_ml.report.html import inference_report
     from pulse_ml.report.plots import forest_plot
