@@ -4,7 +4,9 @@ Reads OpenHands V0 event streams (``action``/``args`` or ``extras``), V1 SDK eve
 eval records (``history``), feedback-dataset records (``trajectory`` + ``feedback``) and generic
 chat transcripts (``[{role, text, feedback?}]`` + ``rating``; ConvAI2 dialogues work as is).
 Computes ``user_message_count``, the git flags from EXECUTED shell commands only, the mean of the
-segment ratings, and keeps the conversation in a ``transcript`` column for labelers and judges.
+segment ratings, the user's messages joined in ``user_text`` (a ``text`` feature; capped at
+``text_max_chars`` per session, with a note), and keeps the conversation in a ``transcript``
+column for labelers and judges.
 With ``labeler=<name>`` the paper's two labeling prompts add ``user_sentiment``,
 ``task_category`` and the 7 failure-mode flags (missing answers are NaN with the reason in
 ``label_errors``); calls are cached on disk, tokens and cost go to MLflow (``pulse-judge``).
@@ -28,7 +30,13 @@ import pandas as pd
 
 from pulse_ml.errors import PulseError
 from pulse_ml.extract.readers import find_files, read_sessions, skipped_by_file
-from pulse_ml.extract.table import GIT_COLUMNS, assemble, ratings_outside_sessions, read_ratings
+from pulse_ml.extract.table import (
+    GIT_COLUMNS,
+    TEXT_MAX_CHARS,
+    assemble,
+    ratings_outside_sessions,
+    read_ratings,
+)
 from pulse_ml.faults import shorten
 from pulse_ml.llm.config import LLMConfig, llm_config_from_mapping
 
@@ -49,6 +57,7 @@ class ExtractSettings:
     labeler: LLMConfig | None = None
     cache_dir: Path | None = None
     progress: bool = True
+    text_max_chars: int = TEXT_MAX_CHARS
 
 
 @dataclass
@@ -62,11 +71,12 @@ class ExtractResult:
     usage: object | None = None
     run_id: str | None = None
     per_file: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
 
 def settings_from_config(cfg) -> ExtractSettings:
     """Convert the composed config to :class:`ExtractSettings`."""
-    from pulse_ml.config import flag, mapping, require
+    from pulse_ml.config import flag, mapping, number, require
 
     labeler = None
     if cfg.get("labeler") is not None:
@@ -82,6 +92,8 @@ def settings_from_config(cfg) -> ExtractSettings:
         labeler=labeler,
         cache_dir=Path(str(cfg.cache_dir)).expanduser() if cfg.get("cache_dir") else None,
         progress=flag(cfg, "progress", "extract", True),
+        text_max_chars=(number(cfg, "text_max_chars", "extract", 1, None, integer=True)
+                        if cfg.get("text_max_chars") is not None else TEXT_MAX_CHARS),
     )
 
 
@@ -165,13 +177,15 @@ def extract(s: ExtractSettings) -> ExtractResult:
                          f"sessions:\n{shown}\nExpected OpenHands events, eval/feedback "
                          f"records or chat transcripts (see `pulse-ml extract --help`).")
     ratings = read_ratings(s.ratings) if s.ratings else None
-    frame = assemble(read.sessions, ratings, s.case_study, s.condition)
+    frame = assemble(read.sessions, ratings, s.case_study, s.condition, s.text_max_chars)
+    notes = list(frame.attrs.get("notes", []))
     unknown = ratings_outside_sessions(ratings, frame) if ratings is not None else []
     usage = run_id = None
     if s.labeler is not None:
         frame, usage, run_id = label(frame, s)
     write_table(frame, s.out)
-    return ExtractResult(frame, s.out, read.failures, unknown, usage, run_id, read.per_file)
+    return ExtractResult(frame, s.out, read.failures, unknown, usage, run_id, read.per_file,
+                         notes)
 
 
 def summary(r: ExtractResult) -> str:
@@ -191,6 +205,7 @@ def summary(r: ExtractResult) -> str:
     if r.unknown_rated:
         lines.append(f"  {len(r.unknown_rated)} rated session id(s) have no session file, e.g. "
                      f"{', '.join(r.unknown_rated[:3])}")
+    lines += [f"  note: {n}" for n in r.notes]
     if r.usage is not None:
         u = r.usage
         n_err = int((f["label_errors"] != "").sum())

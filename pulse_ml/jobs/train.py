@@ -30,6 +30,7 @@ from pulse_ml import settings as shared
 from pulse_ml.config import Node, choice, flag, mapping, number, text, to_yaml
 from pulse_ml.errors import PulseError
 from pulse_ml.models.factory import ModelSpec, model_spec_from_mapping
+from pulse_ml.models.text_cache import cache_folder
 from pulse_ml.report.tables import text_table
 from pulse_ml.sessions.feature_sets import FeatureSet
 from pulse_ml.sessions.table import SessionTable, load_sessions
@@ -79,6 +80,26 @@ class TrainSettings:
     progress: bool
     config_yaml: str
     selection: TrainingSelection = TrainingSelection()
+    text_cache: str | None = None  # folder of text-encoder vectors (None = memory only)
+
+
+def text_cache_folder(cfg: Node) -> str | None:
+    """``text_cache``: null = ``$PULSE_TEXT_CACHE`` if set, else ``<pulse_home>/.cache/text``.
+
+    ``none`` keeps the text encoders' vectors in memory only.
+    """
+    import os
+
+    from pulse_ml.models.text_cache import CACHE_ENV
+    from pulse_ml.paths import project_root
+
+    raw = cfg.select("text_cache")
+    if raw is None:
+        env = os.environ.get(CACHE_ENV)
+        if env is not None:
+            return env or None
+        return str(project_root() / ".cache" / "text")
+    return text(cfg, "text_cache")
 
 
 def tuning_settings(cfg: Node, verb: str = "train") -> TuningSettings:
@@ -121,7 +142,7 @@ def settings_from_config(cfg: Node, verb: str = "train",
         tuning=tuning_settings(cfg, verb), register=flag(cfg, "register", verb, True),
         auto_promote=choice(cfg, "promote", verb, PROMOTE_MODES) == "auto",
         progress=flag(cfg, "progress", verb, True), config_yaml=to_yaml(cfg),
-        selection=training_selection(cfg, verb))
+        selection=training_selection(cfg, verb), text_cache=text_cache_folder(cfg))
 
 
 def training_selection(cfg: Node, verb: str = "train") -> TrainingSelection:
@@ -236,8 +257,9 @@ def run_settings(job: TrainSettings) -> TrainResult:
           f"{Path(table.path).name}{chosen} (features '{table.features.name}', "
           f"{tuning.n_trials if spec.search_space else 1} trial(s) x {tuning.n_splits}-fold CV, "
           f"objective {tuning.objective})")
-    result = train_family(table, spec, tuning, job.config_yaml, register=job.register,
-                          auto_promote=job.auto_promote, progress=job.progress)
+    with cache_folder(job.text_cache):  # read by the text encoders (and tuning workers)
+        result = train_family(table, spec, tuning, job.config_yaml, register=job.register,
+                              auto_promote=job.auto_promote, progress=job.progress)
     print(summary(result))
     return result
 

@@ -17,6 +17,18 @@ PIP_REQUIREMENTS = ["mlflow>=3.17,<3.18", "scikit-learn>=1.9,<2", "lightgbm>=4.7
                     "pandas>=2.2", "numpy>=2.0", "joblib", "pulse-ml"]
 
 
+def pip_requirements(features) -> list[str]:
+    """The pyfunc model's pip requirements: the base ones plus its text encoders' packages.
+
+    Args:
+        features: The model's :class:`~pulse_ml.sessions.feature_sets.FeatureSet`.
+    """
+    from pulse_ml.models.text import text_requirements
+
+    return PIP_REQUIREMENTS + [r for r in text_requirements(features)
+                               if r not in PIP_REQUIREMENTS]
+
+
 def client():
     """An MlflowClient on the configured store."""
     import mlflow
@@ -59,7 +71,8 @@ def log_and_register_model(ensemble, example: pd.DataFrame, version_tags: Mappin
         info = mlflow.pyfunc.log_model(
             name="model", python_model=PulseSatisfactionModel(),
             artifacts={"ensemble": str(path), "oof_predictions": str(oof_path)},
-            signature=signature, input_example=example, pip_requirements=PIP_REQUIREMENTS,
+            signature=signature, input_example=example,
+            pip_requirements=pip_requirements(ensemble.features),
             registered_model_name=REGISTERED_MODEL if register else None)
     if not register:
         return None

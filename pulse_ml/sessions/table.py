@@ -94,10 +94,39 @@ def _check_rating(frame: pd.DataFrame, problems: list[str]) -> pd.Series:
     return rating
 
 
+def _check_text(frame: pd.DataFrame, col: str, problems: list[str], notes: list[str] | None,
+                first_row: int = 0) -> pd.Series:
+    """A ``text`` feature: strings pass, missing = empty text (a note), other values refused."""
+    from pulse_ml.models.text import check_text_column  # scikit-learn only when text is used
+
+    raw = frame[col].reset_index(drop=True)
+    try:
+        check = check_text_column(raw, col)
+    except PulseError:
+        missing = raw.isna().to_numpy(dtype=bool)
+        bad = ~missing & ~raw.map(lambda v: isinstance(v, str)).to_numpy(dtype=bool)
+        types = ", ".join(sorted({type(v).__name__ for v in raw[bad].iloc[:50]}))
+        problems.append(f"column '{col}': values that are not text ({types}: "
+                        f"{_bad_values(raw, bad)}) in {_where(frame, bad, first_row)}. A text "
+                        "feature holds the session's messages as strings (missing = empty "
+                        "text): write the text itself, or give the column another kind in the "
+                        "feature set.")
+        return raw.where(~missing, "").astype(str)
+    if check.note and notes is not None:
+        notes.append(check.note)
+    return check.texts
+
+
 def _check_feature(frame: pd.DataFrame, spec, problems: list[str],
-                   first_row: int = 0) -> pd.Series:
-    """Check one feature column by its kind, append problems, return the typed column."""
+                   first_row: int = 0, notes: list[str] | None = None) -> pd.Series:
+    """Check one feature column by its kind, append problems, return the typed column.
+
+    A ``text`` column's missing values are not a problem: they count as empty text and a
+    sentence saying how many is appended to ``notes``.
+    """
     col, kind = spec.name, spec.kind
+    if kind == "text":
+        return _check_text(frame, col, problems, notes, first_row)
     raw = frame[col]
     missing = raw.isna()
 
@@ -410,8 +439,9 @@ def validate_frame(
         out["n_ratings"] = n_r.where(~inf, 0).fillna(0).clip(lower=0).astype("int64")
     else:
         out["n_ratings"] = out["rating"].notna().astype("int64")
+    text_notes: list[str] = []
     for spec in features.columns:
-        out[spec.name] = _check_feature(frame, spec, problems)
+        out[spec.name] = _check_feature(frame, spec, problems, notes=text_notes)
     if TIME_COLUMN in frame.columns:
         out[TIME_COLUMN] = _check_started_at(frame, problems)
     for col in frame.columns:
@@ -419,6 +449,7 @@ def validate_frame(
             out[col] = frame[col].to_numpy()
 
     studies, notes = check_case_studies(out, configured or {}, only, problems)
+    notes = text_notes + list(notes)
     if "user_id" not in frame.columns and studies:
         notes.append("no user_id column: every session counts as its own user (sessions of one "
                      "user are correlated; add user_id for cluster-robust intervals).")
@@ -439,8 +470,11 @@ def load_sessions(
     configured: Mapping[str, CaseStudy] | None = None,
     only: Iterable[str] | None = None,
 ) -> SessionTable:
-    """Read and validate a session table (see :func:`validate_frame`)."""
-    frame = read_frame(path)
+    """Read and validate a session table (see :func:`validate_frame`).
+
+    The feature set's ``text`` columns are read from CSV as strings.
+    """
+    frame = read_frame(path, features.of_kind("text"))
     return validate_frame(frame, str(Path(path)), features, configured, only)
 
 

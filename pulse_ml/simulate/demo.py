@@ -68,6 +68,8 @@ def settings_from_config(cfg: Node) -> SimulateSettings:
         mc_sessions=number(cfg, "mc_sessions", v, 1, None, integer=True),
         days=number(cfg, "days", v, 1, None, integer=True) if "days" in cfg else 21,
         start_date=_start_date(cfg),
+        text_signal=(number(cfg, "text_signal", v, 0, None)
+                     if cfg.select("text_signal") is not None else 0.5),
     )
 
 
