@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from pulse_ml.config import compose
-from pulse_ml.jobs import infer, train
+from pulse_ml.jobs import audit, infer, train
 from pulse_ml.registry import keys
 
 FAST = ["tuning.n_trials=3", "progress=false"]
@@ -94,6 +94,14 @@ def test_descriptions_dataset_inputs_and_version_links(small_demo, pulse_home, c
     iexp = client.get_experiment_by_name(keys.INFER_EXPERIMENT)
     (irun_id,) = mlflow.search_runs([iexp.experiment_id])["run_id"]
     irun = client.get_run(irun_id)
+    audit.run(compose("audit", [f"data.path={small_demo}", "case_study=plan",
+                                "replications=20", "progress=false"]))
+    arun_id = mlflow.search_runs([iexp.experiment_id],
+                                 filter_string="tags.kind = 'audit'")["run_id"][0]
+    arun = client.get_run(arun_id)
+    assert arun.data.tags[keys.MODEL_VERSION] == res.version
+    assert [m.model_id for m in arun.inputs.model_inputs] == [logged.model_id]
+    assert "coverage_augmented" in arun.data.metrics
     assert irun.data.tags[keys.MODEL_VERSION] == res.version
     assert irun.data.tags[keys.MODEL_NAME] == "pulse-satisfaction"
     assert [m.model_id for m in irun.inputs.model_inputs] == [logged.model_id]
