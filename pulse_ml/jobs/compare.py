@@ -3,10 +3,10 @@
 Prints a table in the style of the paper's Table 2 (out-of-fold MSE / MAE / Pearson r, each
 ± its std over the CV folds, trials, tuning time), the expected CI reduction each predictor
 would give an experiment (``1 - sqrt(1 - r^2 N/(n+N))``, at its training data's N/n and at
-``ci_reduction.unlabeled_ratio``), and — for every family trained on the same data as the
-``reference`` (default: the champion) — the paired difference in out-of-fold MSE and r on the
-same sessions with a 95% interval from a bootstrap over users. Writes comparison.{md,csv,png}
-and paired.{csv,png} to ``output``.
+``ci_reduction.unlabeled_ratio``), and — for every family trained on the same labeled
+sessions as the ``reference`` (default: the champion; any feature set) — the paired difference
+in out-of-fold MSE and r on those sessions with a 95% interval from a bootstrap over users.
+Writes comparison.{md,csv,png} and paired.{csv,png} to ``output``.
 
 ``group_by=features`` (or ``family``, ``seed``, or a list such as ``[family,features]``)
 prints an ablation table instead: one row per group, mean ± sd over its runs (the seeds of a
@@ -105,12 +105,13 @@ def comparison_frame(runs: pd.DataFrame, latest_only: bool = True,
         "version": col("tags.registered_version").fillna("-").replace("", "-"),
         "run_id": runs["run_id"], "start": runs["start_time"],
         "data": col("tags.data_fingerprint").fillna(""),
+        "labels": col("tags.label_fingerprint").fillna(""),
     })
     out = out.sort_values("start", ascending=False)
     if latest_only:
         out = out.drop_duplicates(["name", "kind", "features", "seed", "data"])
     out = out.sort_values(["kind", "mse"], ascending=[False, True])
-    return out[[*_COLS, "data"]].reset_index(drop=True)
+    return out[[*_COLS, "data", "labels"]].reset_index(drop=True)
 
 
 def ablation_frame(table: pd.DataFrame, group_by: list[str]) -> pd.DataFrame:
@@ -160,7 +161,7 @@ def ablation_view(ablation: pd.DataFrame, group_by: list[str]) -> pd.DataFrame:
 
 
 def _reference(reference: str | None):
-    """``(label, run_id, fingerprint)`` of the reference version, or None."""
+    """``(label, run_id, data fingerprint, label fingerprint)`` of the reference, or None."""
     from mlflow.exceptions import MlflowException
 
     from pulse_ml.registry import keys
@@ -178,20 +179,28 @@ def _reference(reference: str | None):
     if mv is None:
         return None
     label = (f"champion v{mv.version}" if reference == "champion" else f"v{mv.version}")
-    return label, mv.run_id, (mv.tags or {}).get(keys.DATA_FINGERPRINT)
+    tags = mv.tags or {}
+    return (label, mv.run_id, tags.get(keys.DATA_FINGERPRINT),
+            tags.get(keys.LABEL_FINGERPRINT) or None)
 
 
 def paired_frame(table: pd.DataFrame, reference, settings: PairedSettings) -> pd.DataFrame:
-    """Paired differences vs the reference for every model row on the reference's data."""
+    """Paired differences vs the reference for every model row on the reference's sessions.
+
+    A row qualifies with the reference's data fingerprint, or with its label fingerprint (the
+    same sessions and ratings under another feature set).
+    """
     from pulse_ml.registry import runs as registry_runs
     from pulse_ml.training.paired import compare_oof
 
-    label, ref_run, ref_fp = reference
+    label, ref_run, ref_fp, ref_labels = reference
     ref_oof = registry_runs.run_oof(ref_run) if ref_run else None
     if ref_oof is None:
         return pd.DataFrame()
     rows = []
-    same = table[(table["kind"] == "model") & (table["data"] == ref_fp)]
+    on_sessions = (table["data"] == ref_fp) | (
+        (table["labels"] == ref_labels) if ref_labels else False)
+    same = table[(table["kind"] == "model") & on_sessions]
     for row in same.itertuples(index=False):
         if row.run_id == ref_run:
             continue
@@ -266,8 +275,8 @@ def run(cfg: Node) -> pd.DataFrame:
     paired = (paired_frame(table, reference, job.paired) if reference is not None
               else pd.DataFrame())
     table = _with_paired(table, paired, reference[1] if reference else None)
-    table.drop(columns=["data"]).to_csv(out / "comparison.csv", index=False)
-    shown = table.drop(columns=["run_id", "data"])
+    table.drop(columns=["data", "labels"]).to_csv(out / "comparison.csv", index=False)
+    shown = table.drop(columns=["run_id", "data", "labels"])
     if shown["seed"].nunique() <= 1:
         shown = shown.drop(columns=["seed"])
     (out / "comparison.md").write_text(markdown_table(shown) + "\n")

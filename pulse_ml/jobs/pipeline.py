@@ -37,6 +37,7 @@ def run(cfg: Node) -> dict:
     from pulse_ml.jobs import infer as infer_job
     from pulse_ml.jobs import train as train_job
     from pulse_ml.models.factory import model_spec_from_mapping
+    from pulse_ml.registry.models import champion_version
 
     start = time.perf_counter()
     families = [str(f) for f in (cfg.get("families") or [])]
@@ -60,8 +61,16 @@ def run(cfg: Node) -> dict:
         print(f"\n== [{i}/{len(specs)}] train {spec.name}")
         results.append(train_job.run_settings(replace(base, model=spec,
                                                       simulate_if_missing=False)))
-    print("\n== infer with the champion")
-    effects = infer_job.run_settings(infer_settings)
+    no_champion = champion_version() is None
+    if no_champion:  # promotion.rule=manual (or promote=never) and nothing promoted before
+        versions = ", ".join(r.version for r in results if r.version) or "none"
+        print(f"\n== no champion: promotion.rule={base.promotion.rule}, promote="
+              f"{'auto' if base.promotion.auto else 'never'}; registered versions: {versions}."
+              "\n   Pick one with `pulse-ml promote version=N`, then run `pulse-ml infer`.")
+        effects = None
+    else:
+        print("\n== infer with the champion")
+        effects = infer_job.run_settings(infer_settings)
     fams = pd.DataFrame([{
         "family": r.family, "features": r.feature_set, "trials": r.n_trials,
         "cv_mse": r.metrics.mse, "cv_mae": r.metrics.mae, "cv_pearson": r.metrics.pearson,
@@ -74,12 +83,16 @@ def run(cfg: Node) -> dict:
     print("\n== summary")
     print(text_table(fams))
     rule = results[0].rule if results else ""
-    first = bool(results) and results[0].promotion_reason.startswith("no champion yet")
+    first = bool(results) and results[0].promoted and results[0].promotion_reason.startswith(
+        "no champion yet")
     print(f"vs_champion = paired ΔMSE with the champion of that moment (95% user bootstrap); "
           f"ci_red_% = expected CI reduction at this data's N/n.\npromotion.rule={rule}: "
           + ("the first family became champion (there was none); " if first else "")
           + ("a family replaces the champion only if significantly better."
              if rule == "significant" else "see each family's promotion line above."))
+    if effects is None:
+        print(f"\nno effects (no champion); {time.perf_counter() - start:.0f} s in all")
+        return {"families": fams, "effects": None}
     print()
     print(text_table(infer_job.printable(effects, truth)))
     aug = effects[effects["estimator"] == "augmented"]

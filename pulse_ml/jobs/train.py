@@ -227,9 +227,11 @@ def _study_files(fit: FamilyFit, objective: str, folder: Path) -> list[Path]:
 def _paired_with_champion(fit: FamilyFit, champion, settings: PairedSettings):
     """The paired comparison new vs champion (None: no champion, other data, or no OOF)."""
     from pulse_ml.registry import runs
+    from pulse_ml.training.family import label_fingerprint
     from pulse_ml.training.paired import compare_oof
 
-    if champion is None or champion.fingerprint != fit.fingerprint or not champion.run_id:
+    if champion is None or not champion.run_id or not champion.comparable(
+            fit.fingerprint, label_fingerprint(fit.labeled)):
         return None
     ref = runs.run_oof(champion.run_id)
     if ref is None:
@@ -283,11 +285,11 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
     """
     from pulse_ml.registry import keys, models, promotion, runs
     from pulse_ml.registry import store as tracking
-    from pulse_ml.training.family import fingerprint, training_data
+    from pulse_ml.training.family import fingerprint, label_fingerprint, training_data
     from pulse_ml.training.paired import with_users
 
     labeled, _ = training_data(table)
-    fp = fingerprint(labeled, table.features)
+    fp, label_fp = fingerprint(labeled, table.features), label_fingerprint(labeled)
     n_lab, n_unl = len(labeled), int((~table.labeled).sum())
     objective = job.tuning.objective
     data_name = Path(table.path).name
@@ -296,7 +298,7 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
                                      f"`{table.features.name}` ({n_lab:,} labeled sessions of "
                                      f"`{data_name}`): in progress.") as run_id:
         tuning = resolve_storage(job.tuning, spec, table.features, fp, run_id)
-        runs.set_tags({keys.STUDY_NAME: tuning.study_name,
+        runs.set_tags({keys.STUDY_NAME: tuning.study_name, keys.LABEL_FINGERPRINT: label_fp,
                        keys.STUDY_STORAGE: tuning.storage or "memory"})
         runs.log_dataset(labeled[["session_id", "user_id", "rating", *table.features.names]],
                          table.path, f"{Path(table.path).stem} (labeled, {table.features.name})",
@@ -317,7 +319,7 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
         champion = promotion.current_champion()
         paired = _paired_with_champion(fit, champion, job.promotion.paired)
         decision = promotion.decide(job.promotion.rule, objective, values[objective], fp,
-                                    champion, paired)
+                                    champion, paired, label_fp)
         logged = models.log_model(fit.ensemble, fit.labeled, metrics=values,
                                   params=fit.best_params)
         register = job.register == "always" or (job.register == "candidates"
@@ -334,7 +336,8 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
             storage=tuning.storage, run_url=runs.run_link(run_id))
         version_tags = {
             keys.FAMILY: spec.name, keys.FEATURE_SET: fit.features.name,
-            keys.DATA_FINGERPRINT: fp, keys.GIT_COMMIT: tracking.git_commit(),
+            keys.DATA_FINGERPRINT: fp, keys.LABEL_FINGERPRINT: label_fp,
+            keys.GIT_COMMIT: tracking.git_commit(),
             keys.OBJECTIVE: objective, keys.SEED: str(tuning.seed),
             keys.N_LABELED: str(n_lab), keys.N_UNLABELED: str(n_unl),
             keys.EXPECTED_CI_REDUCTION: f"{100 * red:.2f}",

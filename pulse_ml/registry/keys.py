@@ -21,6 +21,7 @@ FAMILY = "family"
 JUDGE = "judge"
 FEATURE_SET = "feature_set"
 DATA_FINGERPRINT = "data_fingerprint"
+LABEL_FINGERPRINT = "label_fingerprint"  # session ids and ratings only: same sessions, any features
 REGISTERED_VERSION = "registered_version"
 PROMOTION = "promotion"
 PROMOTION_REASON = "promotion_reason"

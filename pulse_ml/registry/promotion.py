@@ -9,8 +9,11 @@ Rules (``promotion.rule``):
 - ``better``: any strict improvement of the objective on the same data (the old rule).
 - ``manual``: never automatically; ``pulse-ml promote version=N``.
 
-With every rule a first version becomes champion when there is none, except ``manual``; a
-champion scored on other data (another fingerprint) is never compared.
+With every rule a first version becomes champion when there is none, except ``manual``. A
+champion is compared only on the same labeled sessions and ratings: the same data fingerprint,
+or the same label fingerprint (session ids and ratings) with another feature set — a feature-set
+change is judged on the same sessions too. A champion trained on other sessions is never
+compared.
 """
 
 from __future__ import annotations
@@ -40,6 +43,13 @@ class Champion:
     fingerprint: str | None
     values: dict[str, float]
     family: str
+    label_fingerprint: str | None = None
+    feature_set: str = ""
+
+    def comparable(self, fingerprint: str, label_fingerprint: str | None) -> bool:
+        """Same data fingerprint, or the same sessions and ratings (label fingerprint)."""
+        return self.fingerprint == fingerprint or (
+            self.label_fingerprint is not None and self.label_fingerprint == label_fingerprint)
 
 
 @dataclass(frozen=True)
@@ -162,7 +172,7 @@ def should_promote(objective: str, new_value: float, new_fingerprint: str,
     if rule == "better":
         verb = "beats" if better else "does not beat"
         return better, (f"new {objective} {new_value:.4f} {verb} the champion's "
-                        f"{champion_value:.4f} on the same data"
+                        f"{champion_value:.4f} on the same sessions"
                         + (f" ({champion_label})" if champion_label != "the champion" else ""))
     if paired is None:
         return False, (f"{scores}; no paired comparison with {champion_label} (its out-of-fold "
@@ -179,12 +189,21 @@ def should_promote(objective: str, new_value: float, new_fingerprint: str,
 
 
 def decide(rule: str, objective: str, new_value: float, new_fingerprint: str,
-           champion: Champion | None, paired: PairedComparison | None = None) -> Decision:
-    """Apply the rule to a new model (pure); see :class:`Decision`."""
-    label = "the champion" if champion is None else f"champion v{champion.version}"
+           champion: Champion | None, paired: PairedComparison | None = None,
+           new_label_fingerprint: str | None = None) -> Decision:
+    """Apply the rule to a new model (pure); see :class:`Decision`.
+
+    The champion counts as scored on the same data when :meth:`Champion.comparable` (same
+    data fingerprint, or same label fingerprint with another feature set).
+    """
+    label = "the champion" if champion is None else (
+        f"champion v{champion.version}" + (f" ({champion.family}/{champion.feature_set})"
+                                           if champion.family and champion.feature_set else ""))
     cur_value = None if champion is None else champion.values.get(
         objective, float("inf") if objective == "cv_mse" else float("-inf"))
     cur_fp = None if champion is None else champion.fingerprint
+    if champion is not None and champion.comparable(new_fingerprint, new_label_fingerprint):
+        cur_fp = new_fingerprint  # the same sessions and ratings: the scores are comparable
     promote, reason = should_promote(objective, new_value, new_fingerprint, cur_value, cur_fp,
                                      rule, paired, label)
     if rule == "manual":
@@ -212,7 +231,9 @@ def current_champion() -> Champion | None:
             pass
     return Champion(version=str(mv.version), run_id=mv.run_id,
                     fingerprint=tags.get(keys.DATA_FINGERPRINT), values=values,
-                    family=tags.get(keys.FAMILY, ""))
+                    family=tags.get(keys.FAMILY, ""),
+                    label_fingerprint=tags.get(keys.LABEL_FINGERPRINT),
+                    feature_set=tags.get(keys.FEATURE_SET, ""))
 
 
 def apply_decision(version: str, decision: Decision, auto: bool = True) -> Promotion:

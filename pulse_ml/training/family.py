@@ -79,6 +79,15 @@ def fingerprint(labeled: pd.DataFrame, features: FeatureSet) -> str:
     return data_fingerprint(labeled, ["session_id", "rating", *features.names])
 
 
+def label_fingerprint(labeled: pd.DataFrame) -> str:
+    """Fingerprint of the sessions and their ratings only (ids, ratings; no features).
+
+    Two models with the same label fingerprint predicted the same labeled sessions out of
+    fold, whatever their feature sets: their errors can be paired session by session.
+    """
+    return data_fingerprint(labeled, ["session_id", "rating"])
+
+
 def study_name_for(spec: ModelSpec, features: FeatureSet, fp: str,
                    tuning: TuningSettings) -> str:
     """The study name: ``tuning.study_name`` or ``<family>-<features>-<fingerprint>``."""

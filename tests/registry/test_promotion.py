@@ -86,5 +86,13 @@ def test_decide_candidates_and_missing_pairing():
     d = promotion.decide("significant", "cv_mse", 1.5, "fp", None, None)
     assert d.promote and d.candidate and d.reason == "no champion yet"
     assert not promotion.decide("manual", "cv_mse", 1.5, "fp", None, None).promote
+    # another feature set on the same sessions and ratings is compared (label fingerprint)
+    other = promotion.Champion(version="3", run_id="r", fingerprint="fp-user",
+                               values={"cv_mse": 1.2}, family="lightgbm",
+                               label_fingerprint="labels", feature_set="user")
+    d = promotion.decide("better", "cv_mse", 1.1, "fp-all", other, None, "labels")
+    assert d.promote and "champion v3 (lightgbm/user)" in d.reason
+    d = promotion.decide("better", "cv_mse", 1.1, "fp-all", other, None, "other-labels")
+    assert not d.promote and "other data" in d.reason
     with pytest.raises(PulseError, match="promotion.rule"):
         promotion.should_promote("cv_mse", 1.0, "a", 1.2, "a", rule="sometimes")
