@@ -245,16 +245,16 @@ def describe(result: TrainResult, fit: FamilyFit, data_name: str, tuning: Tuning
              registered: str) -> str:
     """The run's and the version's description (Markdown)."""
     m = result.metrics
-    states = fit.history["state"].value_counts().to_dict() if fit.history is not None else {}
+    states = pd.Series([t.state.name for t in fit.trials]).value_counts().to_dict()
     lines = [
         f"**{result.family}** on feature set `{result.feature_set}` "
         f"({len(fit.features.names)} features): {result.n_labeled:,} labeled sessions of "
         f"`{data_name}` (fingerprint `{result.data_fingerprint[:12]}`), "
         f"{tuning.n_splits}-fold CV {'grouped by user' if tuning.group_by_user else 'by session'}"
         f", seed {tuning.seed}.",
-        f"- Optuna: {len(fit.trials)} trial(s) in this run ({states.get('PRUNED', 0)} pruned in "
-        f"the study, {states.get('FAIL', 0)} failed), best trial {fit.best_number}; study "
-        f"`{result.study_name}`.",
+        f"- Optuna: {len(fit.trials)} trial(s) in this run ({states.get('PRUNED', 0)} pruned, "
+        f"{states.get('FAIL', 0)} failed; {fit.n_trials_total} in the study), best trial "
+        f"{fit.best_number}; study `{result.study_name}`.",
         f"- Out-of-fold: MSE {m.mse:.4f} ± {np.std(m.fold_mse):.4f}, MAE {m.mae:.4f}, "
         f"r {m.pearson:.4f} ± {np.std(m.fold_pearson):.4f} (± = sd over folds).",
     ]

@@ -311,6 +311,8 @@ def log_inference_run(run_name: str, tags: Mapping[str, str], params: Mapping[st
     import mlflow
 
     open_experiment(keys.INFER_EXPERIMENT)
+    if model_version is not None:
+        description = f"{description or ''}\n\n{_model_line(model_version)}".strip()
     with mlflow.start_run(run_name=run_name) as run:
         mlflow.set_tags({k: str(v) for k, v in tags.items()})
         if description:
@@ -325,6 +327,22 @@ def log_inference_run(run_name: str, tags: Mapping[str, str], params: Mapping[st
         for f in files:
             mlflow.log_artifact(str(f))
         return run.info.run_id
+
+
+def _model_line(version) -> str:
+    """Markdown links (inside the UI) to the model version and the run that trained it."""
+    from mlflow.exceptions import MlflowException
+
+    line = (f"Model: [{version.name} v{version.version}](#/models/{version.name}/versions/"
+            f"{version.version})")
+    try:
+        exp = client().get_run(version.run_id).info.experiment_id if version.run_id else None
+    except MlflowException:
+        exp = None
+    if exp is not None:
+        run = version.run_id
+        line += f", trained in run [{run[:8]}](#/experiments/{exp}/runs/{run})"
+    return line + "."
 
 
 def logged_model_id(version) -> str | None:
