@@ -60,7 +60,7 @@ def main() -> None:
     from pulse_ml.jobs import train
 
     paper = train.run(compose("train", [f"data.path={path}", "model=random_forest_paper",
-                                        "promote=never", "progress=false"]))
+                                        "promote=never", "register=always", "progress=false"]))
     uri = f"models:/pulse-satisfaction/{paper.version}"
     modes = {}
     for mode in ("crossfit", "in_sample"):

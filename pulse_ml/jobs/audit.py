@@ -50,6 +50,7 @@ class AuditSettings:
     case_studies: dict[str, CaseStudy]
     output: Path
     progress: bool
+    log_mlflow: bool = True
 
 
 def settings_from_config(cfg: Node) -> AuditSettings:
@@ -71,7 +72,8 @@ def settings_from_config(cfg: Node) -> AuditSettings:
             alpha=number(cfg, "alpha", "audit", 0, 1, open_interval=True),
             clusters=choice(cfg, "clusters", "audit", CLUSTER_MODES) == "user_id", seed=seed),
         case_studies=shared.case_study_config(cfg), output=Path(str(cfg.output)),
-        progress=flag(cfg, "progress", "audit", True))
+        progress=flag(cfg, "progress", "audit", True),
+        log_mlflow=flag(cfg, "log_mlflow", "audit", True))
 
 
 def _verdict_sentence(a) -> str:
@@ -100,7 +102,7 @@ def run(cfg: Node):
     job = settings_from_config(cfg)
     name, mode, settings = job.case_study, job.mode, job.settings
     raw = read_frame(job.data_path)
-    ensemble, _ = models.load_model(job.model_uri)
+    ensemble, version = models.load_model(job.model_uri)
     data = honest_data(raw, job.data_path, ensemble, job.case_studies, [name], mode)
     table, preds, notes = data.table, data.predictions, data.notes
     reference = None
@@ -159,4 +161,31 @@ def run(cfg: Node):
     if mode == "in_sample":
         say("   warning: in_sample predictions leak labels; this audit cannot vouch for them.")
     say(f"written: {out / f'audit_{name}.json'}, {out / f'audit_{name}.csv'}")
+    if job.log_mlflow:
+        _log_run(job, summary, [out / f"audit_{name}.json", out / f"audit_{name}.csv"],
+                 version, raw)
     return res
+
+
+def _log_run(job: AuditSettings, summary: dict, files: list[Path], version, raw) -> None:
+    """An ``audit-<case study>`` run in pulse-infer, tagged with and linked to the model."""
+    from pulse_ml.registry import links, runs
+    from pulse_ml.sessions.fingerprint import data_fingerprint
+
+    metrics = {k: float(v) for k, v in summary.items()
+               if isinstance(v, int | float) and not isinstance(v, bool)}
+    run_id = runs.log_inference_run(
+        f"audit-{job.case_study}",
+        tags={"kind": "audit", "case_study": job.case_study, "mode": job.mode,
+              "model_uri": job.model_uri},
+        params={"data_path": job.data_path, "replications": job.replications,
+                "hide_share": job.hide_share, "reference": job.reference, "seed": job.seed,
+                "alpha": job.settings.alpha, "clusters": job.settings.clusters},
+        metrics=metrics, files=files, model_version=version,
+        dataset={"frame": raw, "source": job.data_path, "name": Path(job.data_path).stem,
+                 "fingerprint": data_fingerprint(raw, list(raw.columns))},
+        description=(f"Coverage audit of case study `{job.case_study}` ({job.replications} "
+                     f"replications, {job.mode} predictions) with model `{job.model_uri}`."))
+    hint = links.ui_hint_once()
+    print(f"MLflow run {run_id} in experiment pulse-infer: {runs.run_link(run_id)}"
+          + (f"\n{hint}" if hint else ""))

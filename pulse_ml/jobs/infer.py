@@ -117,9 +117,15 @@ def write_outputs(job: InferJob, effects: pd.DataFrame, results: list[CaseStudyR
     return [job.output / n for n in names]
 
 
-def log_run(job: InferJob, effects: pd.DataFrame, files: list[Path], version, meta) -> str:
-    """Log the inference to experiment pulse-infer; returns the run id."""
+def log_run(job: InferJob, effects: pd.DataFrame, files: list[Path], version, meta,
+            raw: pd.DataFrame | None = None) -> str:
+    """Log the inference to experiment pulse-infer; returns the run id.
+
+    The run is tagged with and linked to the model version it used (its logged model is a
+    run input) and has the session table as a dataset input (context ``inference``).
+    """
     from pulse_ml.registry import runs
+    from pulse_ml.sessions.fingerprint import data_fingerprint
 
     metrics = {}
     for row in effects.itertuples(index=False):
@@ -136,7 +142,24 @@ def log_run(job: InferJob, effects: pd.DataFrame, files: list[Path], version, me
         params={"data_path": job.data_path, "alpha": job.settings.alpha,
                 "clusters": job.settings.clusters, "mode": job.mode,
                 "n_labeled_oof": meta["n_labeled_with_oof"]},
-        metrics=metrics, files=files)
+        metrics=metrics, files=files, model_version=version,
+        dataset=None if raw is None else {
+            "frame": raw, "source": job.data_path, "name": Path(job.data_path).stem,
+            "fingerprint": data_fingerprint(raw, list(raw.columns))},
+        description=(f"{job.mode} PPI++ vs naive effects of {effects['case_study'].nunique()} "
+                     f"case stud{'y' if effects['case_study'].nunique() == 1 else 'ies'} with "
+                     f"model `{job.model_uri}` (version {meta['model_version']}, "
+                     f"{meta['model_family']}, features `{meta['feature_set']}`) on "
+                     f"`{Path(job.data_path).name}`"
+                     + ("; intervals NOT valid (in-sample predictions)"
+                        if job.mode == "in_sample" else "") + "."))
+
+
+def _run_link(run_id: str) -> str:
+    from pulse_ml.registry import links, runs
+
+    hint = links.ui_hint_once()
+    return runs.run_link(run_id) + (f"\n{hint}" if hint else "")
 
 
 def printable(effects: pd.DataFrame, truth: dict[str, float]) -> pd.DataFrame:
@@ -217,7 +240,7 @@ def run_settings(job: InferJob) -> pd.DataFrame:
                **{k: tags[k] for k in ("cv_mse", "cv_mae", "cv_pearson", "git_commit")
                   if k in tags}}
     files = write_outputs(job, effects, results, meta, truth, lineage)
-    run_id = log_run(job, effects, files, version, meta) if job.log_mlflow else None
+    run_id = log_run(job, effects, files, version, meta, raw) if job.log_mlflow else None
     say = _printer()
     say(f"model {job.model_uri} (version {meta['model_version']}, {ensemble.family}, features "
         f"'{ensemble.features.name}'); {job.mode} predictions ({n_oof} labeled sessions got "
@@ -247,7 +270,7 @@ def run_settings(job: InferJob) -> pd.DataFrame:
                 "are alike — see label_shift.csv.")
     say(f"written to {job.output}: " + ", ".join(f.name for f in files))
     if run_id:
-        say(f"MLflow run {run_id} in experiment pulse-infer")
+        say(f"MLflow run {run_id} in experiment pulse-infer: {_run_link(run_id)}")
     if job.mode == "in_sample":
         print(IN_SAMPLE_WARNING)
     return effects

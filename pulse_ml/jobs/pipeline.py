@@ -1,8 +1,11 @@
 """The main job, end to end: demo data if none, tune every family, register/promote, infer.
 
 1. ``data.path`` (default: the demo table; created with ``pulse-ml simulate`` when absent),
-2. ``pulse-ml train`` for each of ``families`` (Optuna, 5-fold CV, MLflow; the best model
-   that beats the champion is promoted),
+2. ``pulse-ml train`` for each of ``families`` in order (Optuna, 5-fold CV, MLflow). With
+   the default ``promotion.rule=significant`` the first family becomes champion when there is
+   none, and a later one replaces it only if its paired out-of-fold MSE is significantly lower
+   (95% user-bootstrap interval below 0): families within the noise keep the first one
+   (``promotion.rule=better`` promotes any strict improvement),
 3. ``pulse-ml infer`` with the champion: naive vs PPI++ effect per case study,
 4. a final summary: the families' out-of-fold metrics and the effects table (with the true
    effects beside them when the data came from ``pulse-ml simulate``).
@@ -34,6 +37,7 @@ def run(cfg: Node) -> dict:
     from pulse_ml.jobs import infer as infer_job
     from pulse_ml.jobs import train as train_job
     from pulse_ml.models.factory import model_spec_from_mapping
+    from pulse_ml.registry.models import champion_version
 
     start = time.perf_counter()
     families = [str(f) for f in (cfg.get("families") or [])]
@@ -57,15 +61,38 @@ def run(cfg: Node) -> dict:
         print(f"\n== [{i}/{len(specs)}] train {spec.name}")
         results.append(train_job.run_settings(replace(base, model=spec,
                                                       simulate_if_missing=False)))
-    print("\n== infer with the champion")
-    effects = infer_job.run_settings(replace(infer_settings, print_table=False))
+    no_champion = champion_version() is None
+    if no_champion:  # promotion.rule=manual (or promote=never) and nothing promoted before
+        versions = ", ".join(r.version for r in results if r.version) or "none"
+        print(f"\n== no champion: promotion.rule={base.promotion.rule}, promote="
+              f"{'auto' if base.promotion.auto else 'never'}; registered versions: {versions}."
+              "\n   Pick one with `pulse-ml promote version=N`, then run `pulse-ml infer`.")
+        effects = None
+    else:
+        print("\n== infer with the champion")
+        effects = infer_job.run_settings(replace(infer_settings, print_table=False))
     fams = pd.DataFrame([{
         "family": r.family, "features": r.feature_set, "trials": r.n_trials,
         "cv_mse": r.metrics.mse, "cv_mae": r.metrics.mae, "cv_pearson": r.metrics.pearson,
+        "vs_champion": "-" if r.paired is None else
+        f"v{r.champion_version}: {r.paired.delta_mse:+.3f} [{r.paired.mse_ci_lower:+.3f}, "
+        f"{r.paired.mse_ci_upper:+.3f}]",
+        "ci_red_%": 100 * r.ci_reduction,
         "version": r.version or "-", "promoted": r.promoted} for r in results])
     truth = load_ground_truth(str(cfg.data.path))
     print("\n== summary")
     print(text_table(fams))
+    rule = results[0].rule if results else ""
+    first = bool(results) and results[0].promoted and results[0].promotion_reason.startswith(
+        "no champion yet")
+    print(f"vs_champion = paired ΔMSE with the champion of that moment (95% user bootstrap); "
+          f"ci_red_% = expected CI reduction at this data's N/n.\npromotion.rule={rule}: "
+          + ("the first family became champion (there was none); " if first else "")
+          + ("a family replaces the champion only if significantly better."
+             if rule == "significant" else "see each family's promotion line above."))
+    if effects is None:
+        print(f"\nno effects (no champion); {time.perf_counter() - start:.0f} s in all")
+        return {"families": fams, "effects": None}
     print()
     print(text_table(infer_job.printable(effects, truth)))
     aug = effects[effects["estimator"] == "augmented"]

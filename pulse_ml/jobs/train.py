@@ -2,11 +2,19 @@
 
 For the family chosen with ``model=<family>`` (ordinal_logit, random_forest, hist_gb, lightgbm,
 mean, or a YAML path) and the feature set ``features=<set>``: a seeded TPE study runs
-``tuning.n_trials`` trials of 5-fold CV (per-fold median pruning); every trial is a nested MLflow
-run under one parent run per family in experiment ``pulse-train``; the best trial's 5 fold models
-become one cross-fit ensemble, logged with its out-of-fold predictions and registered as
-``pulse-satisfaction``. The alias ``champion`` moves to it only if it beats the current champion
-on the objective on the same data.
+``tuning.n_trials`` trials of 5-fold CV (per-fold median pruning), kept in a journal file under
+the tracking store (``tuning.storage=auto``; continue it later with ``tuning.study_name=...``).
+Every trial is logged as it finishes, as a nested MLflow run under one parent run per family
+in experiment ``pulse-train``; the best trial's 5 fold models become one cross-fit ensemble,
+logged (named after the family) with its out-of-fold predictions.
+
+Promotion (``promotion.rule``): the new model is compared with the ``champion`` on the same
+sessions — the difference in out-of-fold MSE and r with a 95% interval from a bootstrap over
+users. ``significant`` (default) promotes only when that interval excludes 0 in the new
+model's favour; ``better`` on any strict improvement; ``manual`` never. A version of
+``pulse-satisfaction`` is registered for promotion candidates only (``register=candidates``;
+``always`` / ``never``). The summary also says how much narrower this predictor would make the
+next experiment's intervals, and prints the run's address in the MLflow UI.
 
 ``exclude_case_studies=[plan]`` (or ``all``) and ``trained_before=YYYY-MM-DD`` leave sessions
 out of training, e.g. to train on sessions before an A/B test that ``pulse-ml monitor`` watches.
@@ -15,12 +23,16 @@ Examples:
     pulse-ml train model=lightgbm tuning.n_trials=50
     pulse-ml train trained_before=2025-06-02 exclude_case_studies=all promote=never
     pulse-ml train -m model=ordinal_logit,random_forest,hist_gb,lightgbm
-    pulse-ml train tuning.storage=mlruns/optuna.journal tuning.workers=2
+    pulse-ml train -m features=user,agent,progression,all seed=0,1,2,3,4 && \
+        pulse-ml compare group_by=features
+    pulse-ml train promotion.rule=better register=always
+    pulse-ml train tuning.workers=2
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import tempfile
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -35,8 +47,10 @@ from pulse_ml.report.tables import text_table
 from pulse_ml.sessions.feature_sets import FeatureSet
 from pulse_ml.sessions.table import SessionTable, load_sessions
 from pulse_ml.simulate.demo import ensure_demo_data
+from pulse_ml.stats.paired import PairedComparison, expected_ci_reduction_at_ratio
 from pulse_ml.training.family import FamilyFit, tune_family
 from pulse_ml.training.metrics import CVMetrics
+from pulse_ml.training.paired import PairedSettings
 from pulse_ml.training.selection import (
     TrainingSelection,
     parse_trained_before,
@@ -44,9 +58,18 @@ from pulse_ml.training.selection import (
 )
 from pulse_ml.training.tuning import OBJECTIVES, TuningSettings
 
-PROMOTE_MODES = {"auto": "promote when it beats the champion", "never": "never promote"}
+PROMOTE_MODES = {"auto": "move the alias when the promotion rule says so",
+                 "never": "never move it (a dry run of the rule)"}
+REGISTER_MODES = {"candidates": "register a version only when the promotion rule would promote it",
+                  "always": "register every trained model",
+                  "never": "register nothing (true/false mean always/never)"}
+RULES = {"significant": "promote when the paired 95% interval excludes 0 in the new model's "
+                        "favour",
+         "better": "promote on any strict improvement of the objective",
+         "manual": "never promote automatically (pulse-ml promote version=N)"}
 GROUP_MODES = {"user_id": "all sessions of a user in one fold",
                "none": "plain shuffled KFold, as the paper"}
+STORAGE_AUTO = "auto"
 
 
 @dataclass(frozen=True)
@@ -64,6 +87,27 @@ class TrainResult:
     promoted: bool
     promotion_reason: str
     data_fingerprint: str
+    rule: str = "significant"
+    candidate: bool = False
+    paired: PairedComparison | None = None
+    champion_version: str | None = None
+    n_labeled: int = 0
+    n_unlabeled: int = 0
+    ci_reduction: float = float("nan")
+    ci_reduction_ref: float = float("nan")
+    ci_ratio_ref: float = 20.0
+    study_name: str = ""
+    storage: str | None = None
+    run_url: str = ""
+
+
+@dataclass(frozen=True)
+class PromotionSettings:
+    """The ``promotion`` node: the rule, its paired bootstrap, and ``promote=auto|never``."""
+
+    rule: str = "significant"
+    auto: bool = True
+    paired: PairedSettings = PairedSettings()
 
 
 @dataclass(frozen=True)
@@ -75,8 +119,9 @@ class TrainSettings:
     features: FeatureSet
     model: ModelSpec
     tuning: TuningSettings
-    register: bool
-    auto_promote: bool
+    register: str
+    promotion: PromotionSettings
+    ci_ratio: float
     progress: bool
     config_yaml: str
     selection: TrainingSelection = TrainingSelection()
@@ -101,6 +146,11 @@ def text_cache_folder(cfg: Node) -> str | None:
         return str(project_root() / ".cache" / "text")
     return text(cfg, "text_cache")
 
+    @property
+    def auto_promote(self) -> bool:
+        """``promote=auto`` (kept for callers of the old settings)."""
+        return self.promotion.auto
+
 
 def tuning_settings(cfg: Node, verb: str = "train") -> TuningSettings:
     """Typed tuning and CV settings from the composed ``tuning``/``cv`` nodes."""
@@ -114,7 +164,7 @@ def tuning_settings(cfg: Node, verb: str = "train") -> TuningSettings:
         n_trials=number(cfg, "tuning.n_trials", verb, 0, None, integer=True),
         timeout_s=number(cfg, "tuning.timeout_s", verb, 0, None, open_interval=True,
                          optional=True),
-        storage=text(cfg, "tuning.storage"), study_name=text(cfg, "tuning.study_name"),
+        storage=_storage_setting(cfg), study_name=text(cfg, "tuning.study_name"),
         workers=number(cfg, "tuning.workers", verb, 1, None, integer=True),
         objective=objective, seed=number(cfg, "seed", verb, integer=True),
         n_splits=number(cfg, "cv.n_splits", verb, 2, None, integer=True),
@@ -122,6 +172,32 @@ def tuning_settings(cfg: Node, verb: str = "train") -> TuningSettings:
         group_by_user=choice(cfg, "cv.group_by", verb, GROUP_MODES) == "user_id",
         prune=flag(cfg, "tuning.prune", verb, True),
         sampler_seed=number(cfg, "tuning.sampler_seed", verb, integer=True, optional=True))
+
+
+def _storage_setting(cfg: Node) -> str | None:
+    """``tuning.storage``: ``auto`` (kept as is, resolved per run), ``memory``/null, or a URL."""
+    value = text(cfg, "tuning.storage")
+    if value is None or value == "memory":
+        return None
+    return value
+
+
+def _register_mode(cfg: Node, verb: str) -> str:
+    raw = cfg.select("register", "candidates")
+    if isinstance(raw, bool) or str(raw).lower() in ("true", "false"):
+        return "always" if str(raw).lower() == "true" else "never"
+    return choice(cfg, "register", verb, REGISTER_MODES)
+
+
+def promotion_settings(cfg: Node, verb: str = "train") -> PromotionSettings:
+    """Typed ``promotion`` node (rule, bootstrap) and ``promote=auto|never``."""
+    return PromotionSettings(
+        rule=choice(cfg, "promotion.rule", verb, RULES),
+        auto=choice(cfg, "promote", verb, PROMOTE_MODES) == "auto",
+        paired=PairedSettings(
+            n_boot=number(cfg, "promotion.n_boot", verb, 100, None, integer=True),
+            alpha=number(cfg, "promotion.alpha", verb, 0, 0.5, open_interval=True),
+            seed=number(cfg, "promotion.seed", verb, integer=True)))
 
 
 def model_spec(cfg: Node) -> ModelSpec:
@@ -139,8 +215,9 @@ def settings_from_config(cfg: Node, verb: str = "train",
         data_path=str(cfg.data.path),
         simulate_if_missing=flag(cfg, "data.simulate_if_missing", verb, True),
         features=shared.feature_set(cfg), model=spec or model_spec(cfg),
-        tuning=tuning_settings(cfg, verb), register=flag(cfg, "register", verb, True),
-        auto_promote=choice(cfg, "promote", verb, PROMOTE_MODES) == "auto",
+        tuning=tuning_settings(cfg, verb), register=_register_mode(cfg, verb),
+        promotion=promotion_settings(cfg, verb),
+        ci_ratio=number(cfg, "ci_reduction.unlabeled_ratio", verb, 0, None),
         progress=flag(cfg, "progress", verb, True), config_yaml=to_yaml(cfg),
         selection=training_selection(cfg, verb), text_cache=text_cache_folder(cfg))
 
@@ -161,42 +238,194 @@ def training_selection(cfg: Node, verb: str = "train") -> TrainingSelection:
     return TrainingSelection(excluded, parse_trained_before(cfg.select("trained_before"), verb))
 
 
-def train_family(table: SessionTable, spec: ModelSpec, tuning: TuningSettings,
-                 config_yaml: str, register: bool = True, auto_promote: bool = True,
-                 progress: bool = True) -> TrainResult:
-    """Tune one family, log it to ``pulse-train``, register and (maybe) promote it."""
-    from pulse_ml.registry import models, promotion, runs, store
-    from pulse_ml.training.family import fingerprint, study_name_for, training_data
+def resolve_storage(tuning: TuningSettings, spec: ModelSpec, features: FeatureSet, fp: str,
+                    run_id: str) -> TuningSettings:
+    """Settle the study's storage and name for this run.
+
+    ``tuning.storage=auto``: a journal file ``<store>/optuna/<study>.journal`` and, unless
+    ``tuning.study_name`` is given, a new study per run (``<family>-<features>-<fp>-<run>``), so
+    the same config gives the same trials; pass the printed name to continue it. A storage
+    given explicitly keeps the shared default name ``<family>-<features>-<fp>`` (several
+    workers or machines add trials to one study).
+    """
+    from pulse_ml.registry import runs
+    from pulse_ml.training.family import study_name_for
+
+    if tuning.storage != STORAGE_AUTO:
+        return replace(tuning, study_name=study_name_for(spec, features, fp, tuning))
+    name = tuning.study_name or f"{spec.name}-{features.name}-{fp[:10]}-{run_id[:8]}"
+    return replace(tuning, study_name=name, storage=runs.study_storage(name))
+
+
+def _study_files(fit: FamilyFit, objective: str, folder: Path) -> list[Path]:
+    """Optimization history (CSV + PNG) and parameter importances (JSON + PNG) of the study."""
+    import json
+
+    from pulse_ml.report.plots import importance_plot, study_history_plot
+
+    folder.mkdir(parents=True, exist_ok=True)
+    files = []
+    if fit.history is not None and len(fit.history):
+        fit.history.to_csv(folder / "optimization_history.csv", index=False)
+        study_history_plot(fit.history, folder / "optimization_history.png", objective,
+                           f"{fit.family}: optimization history ({fit.study_name})")
+        files += [folder / "optimization_history.csv", folder / "optimization_history.png"]
+    if fit.importances:
+        (folder / "param_importances.json").write_text(json.dumps(fit.importances, indent=2))
+        importance_plot(fit.importances, folder / "param_importances.png",
+                        f"{fit.family}: hyper-parameter importances (fANOVA)")
+        files += [folder / "param_importances.json", folder / "param_importances.png"]
+    return files
+
+
+def _paired_with_champion(fit: FamilyFit, champion, settings: PairedSettings):
+    """The paired comparison new vs champion (None: no champion, other data, or no OOF)."""
+    from pulse_ml.registry import runs
+    from pulse_ml.training.family import label_fingerprint
+    from pulse_ml.training.paired import compare_oof
+
+    if champion is None or not champion.run_id or not champion.comparable(
+            fit.fingerprint, label_fingerprint(fit.labeled)):
+        return None
+    ref = runs.run_oof(champion.run_id)
+    if ref is None:
+        return None
+    users = pd.Series(fit.labeled["user_id"].astype(str).to_numpy(),
+                      index=fit.labeled["session_id"].astype(str))
+    return compare_oof(fit.ensemble.oof, ref, users, settings)
+
+
+def describe(result: TrainResult, fit: FamilyFit, data_name: str, tuning: TuningSettings,
+             registered: str) -> str:
+    """The run's and the version's description (Markdown)."""
+    m = result.metrics
+    states = pd.Series([t.state.name for t in fit.trials]).value_counts().to_dict()
+    lines = [
+        f"**{result.family}** on feature set `{result.feature_set}` "
+        f"({len(fit.features.names)} features): {result.n_labeled:,} labeled sessions of "
+        f"`{data_name}` (fingerprint `{result.data_fingerprint[:12]}`), "
+        f"{tuning.n_splits}-fold CV {'grouped by user' if tuning.group_by_user else 'by session'}"
+        f", seed {tuning.seed}.",
+        f"- Optuna: {len(fit.trials)} trial(s) in this run ({states.get('PRUNED', 0)} pruned, "
+        f"{states.get('FAIL', 0)} failed; {fit.n_trials_total} in the study), best trial "
+        f"{fit.best_number}; study `{result.study_name}`.",
+        f"- Out-of-fold: MSE {m.mse:.4f} ± {np.std(m.fold_mse):.4f}, MAE {m.mae:.4f}, "
+        f"r {m.pearson:.4f} ± {np.std(m.fold_pearson):.4f} (± = sd over folds).",
+    ]
+    if result.paired is not None:
+        p = result.paired
+        lines.append(f"- vs champion v{result.champion_version} on the same sessions: ΔMSE "
+                     f"{p.delta_mse:+.4f} [{p.mse_ci_lower:+.4f}, {p.mse_ci_upper:+.4f}], Δr "
+                     f"{p.delta_r:+.4f} [{p.r_ci_lower:+.4f}, {p.r_ci_upper:+.4f}] "
+                     f"({round(100 * (1 - p.alpha))}% user bootstrap, {p.n_groups} users).")
+    lines += [
+        f"- Expected CI reduction with this predictor: {100 * result.ci_reduction:.1f}% at this "
+        f"data's N/n = {result.n_unlabeled / max(result.n_labeled, 1):.1f}; "
+        f"{100 * result.ci_reduction_ref:.1f}% at N/n = {result.ci_ratio_ref:g}.",
+        f"- Promotion (rule `{result.rule}`): "
+        f"{'**promoted**' if result.promoted else 'kept'} — {result.promotion_reason}.",
+        f"- Registered: {registered}.",
+    ]
+    return "\n".join(lines)
+
+
+def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> TrainResult:
+    """Tune one family, log it to ``pulse-train``, compare with the champion, register, promote.
+
+    Args:
+        table: The validated session table (labeled and unlabeled sessions).
+        spec: The model family.
+        job: Typed train settings (tuning, register mode, promotion rule, CI-reduction ratio).
+    """
+    from pulse_ml.registry import keys, models, promotion, runs
+    from pulse_ml.registry import store as tracking
+    from pulse_ml.training.family import fingerprint, label_fingerprint, training_data
+    from pulse_ml.training.paired import with_users
 
     labeled, _ = training_data(table)
-    fp = fingerprint(labeled, table.features)
-    with runs.family_run(spec.name, table.features.name, fp, tuning.objective,
-                         study_name_for(spec, table.features, fp, tuning)) as run_id:
-        fit = tune_family(table, spec, tuning, progress=progress)
-        runs.log_trials(run_id, store.setup(store.TRAIN_EXPERIMENT), fit.trials, spec.name)
-        _log_fit(fit, tuning, config_yaml)
-        version, decision = None, None
+    fp, label_fp = fingerprint(labeled, table.features), label_fingerprint(labeled)
+    n_lab, n_unl = len(labeled), int((~table.labeled).sum())
+    objective = job.tuning.objective
+    data_name = Path(table.path).name
+    with runs.family_run(spec.name, table.features.name, fp, objective, seed=job.tuning.seed,
+                         description=f"Tuning **{spec.name}** on feature set "
+                                     f"`{table.features.name}` ({n_lab:,} labeled sessions of "
+                                     f"`{data_name}`): in progress.") as run_id:
+        tuning = resolve_storage(job.tuning, spec, table.features, fp, run_id)
+        runs.set_tags({keys.STUDY_NAME: tuning.study_name, keys.LABEL_FINGERPRINT: label_fp,
+                       keys.STUDY_STORAGE: tuning.storage or "memory"})
+        runs.log_dataset(labeled[["session_id", "user_id", "rating", *table.features.names]],
+                         table.path, f"{Path(table.path).stem} (labeled, {table.features.name})",
+                         fp, "training")
+        logger = runs.TrialLogger(run_id, runs.experiment_id(keys.TRAIN_EXPERIMENT), spec.name,
+                                  objective)
+        fit = tune_family(table, spec, tuning, progress=job.progress, on_trial=logger)
+        logger.mark_best(fit.best_number)
         values = fit.metrics.as_dict()
+        red = float(expected_ci_reduction_at_ratio(fit.metrics.pearson, n_unl / max(n_lab, 1)))
+        red_ref = float(expected_ci_reduction_at_ratio(fit.metrics.pearson, job.ci_ratio))
+        with tempfile.TemporaryDirectory() as tmp:
+            files = _study_files(fit, objective, Path(tmp) / "study")
+            _log_fit(fit, tuning, job.config_yaml, with_users(fit.ensemble.oof, fit.labeled),
+                     files, {keys.N_LABELED: n_lab, keys.N_UNLABELED: n_unl,
+                             keys.EXPECTED_CI_REDUCTION: 100 * red,
+                             keys.EXPECTED_CI_REDUCTION_REF: 100 * red_ref})
+        champion = promotion.current_champion()
+        paired = _paired_with_champion(fit, champion, job.promotion.paired)
+        decision = promotion.decide(job.promotion.rule, objective, values[objective], fp,
+                                    champion, paired, label_fp)
+        logged = models.log_model(fit.ensemble, fit.labeled, metrics=values,
+                                  params=fit.best_params)
+        register = job.register == "always" or (job.register == "candidates"
+                                                 and decision.candidate)
+        version, promoted, reason = None, False, decision.reason
+        result = TrainResult(
+            family=spec.name, feature_set=fit.features.name, run_id=run_id,
+            best_params=fit.best_params, metrics=fit.metrics, n_trials=fit.n_trials_total,
+            seconds=fit.seconds, version=None, promoted=False, promotion_reason=reason,
+            data_fingerprint=fp, rule=decision.rule, candidate=decision.candidate,
+            paired=paired, champion_version=decision.champion_version, n_labeled=n_lab,
+            n_unlabeled=n_unl, ci_reduction=red, ci_reduction_ref=red_ref,
+            ci_ratio_ref=job.ci_ratio, study_name=tuning.study_name or "",
+            storage=tuning.storage, run_url=runs.run_link(run_id))
+        version_tags = {
+            keys.FAMILY: spec.name, keys.FEATURE_SET: fit.features.name,
+            keys.DATA_FINGERPRINT: fp, keys.LABEL_FINGERPRINT: label_fp,
+            keys.GIT_COMMIT: tracking.git_commit(),
+            keys.OBJECTIVE: objective, keys.SEED: str(tuning.seed),
+            keys.N_LABELED: str(n_lab), keys.N_UNLABELED: str(n_unl),
+            keys.EXPECTED_CI_REDUCTION: f"{100 * red:.2f}",
+            keys.EXPECTED_CI_REDUCTION_REF: f"{100 * red_ref:.2f}",
+            "ci_reduction_unlabeled_ratio": f"{job.ci_ratio:g}",
+            **{k: f"{v:.6f}" for k, v in values.items()}}
         if register:
-            version = models.log_and_register_model(fit.ensemble, fit.labeled, {
-                "family": spec.name, "feature_set": fit.features.name,
-                "data_fingerprint": fit.fingerprint, "git_commit": store.git_commit(),
-                "objective": tuning.objective, **{k: f"{v:.6f}" for k, v in values.items()}})
-            decision = promotion.decide_and_promote(version, tuning.objective,
-                                                    values[tuning.objective], fit.fingerprint,
-                                                    auto_promote)
-            runs.set_tags({"registered_version": version,
-                           "promotion": "promoted" if decision.promoted else "kept",
-                           "promotion_reason": decision.reason})
-    return TrainResult(
-        family=spec.name, feature_set=fit.features.name, run_id=run_id,
-        best_params=fit.best_params, metrics=fit.metrics, n_trials=fit.n_trials_total,
-        seconds=fit.seconds, version=version, promoted=bool(decision and decision.promoted),
-        promotion_reason=decision.reason if decision else "not registered (register=false)",
-        data_fingerprint=fit.fingerprint)
+            version = models.register_version(logged, version_tags)
+            outcome = promotion.apply_decision(version, decision, job.promotion.auto)
+            promoted, reason = outcome.promoted, outcome.reason
+        elif job.register == "never":
+            reason = f"{decision.reason}; not registered (register=never)"
+        else:
+            reason = (f"{decision.reason}; not registered: not a promotion candidate "
+                      "(register=candidates; register=always keeps a version of every model)")
+        result = replace(result, version=version, promoted=promoted, promotion_reason=reason)
+        registered = (f"version {version} of `{keys.REGISTERED_MODEL}`" if version else
+                      f"no (register={job.register}); the logged model `{spec.name}` of this "
+                      "run can be registered by hand")
+        text_ = describe(result, fit, data_name, tuning, registered)
+        if version:
+            models.describe_version(version, text_)
+        runs.set_tags({**decision.tags(), keys.REGISTERED_VERSION: version or "",
+                       keys.PROMOTION: "promoted" if promoted else "kept",
+                       keys.PROMOTION_REASON: reason[:5000], keys.NOTE: text_,
+                       keys.MODEL_ID: logged.model_id})
+        if paired is not None:
+            runs.log_metrics({keys.PAIRED_PREFIX + k: v for k, v in paired.as_dict().items()
+                              if k.startswith(("delta_", "mse_ci", "r_ci", "mae_ci"))})
+    return result
 
 
-def _log_fit(fit: FamilyFit, tuning: TuningSettings, config_yaml: str) -> None:
+def _log_fit(fit: FamilyFit, tuning: TuningSettings, config_yaml: str, oof: pd.DataFrame,
+             files: list[Path], extra_metrics: dict[str, float]) -> None:
     from pulse_ml.registry import runs
 
     m = fit.metrics
@@ -208,18 +437,21 @@ def _log_fit(fit: FamilyFit, tuning: TuningSettings, config_yaml: str) -> None:
                 "cv.seed": tuning.cv_seed, "seed": tuning.seed,
                 "cv.group_by": "user_id" if tuning.group_by_user else "none",
                 "objective": tuning.objective, "n_trials_requested": tuning.n_trials,
-                "storage": tuning.storage, "workers": tuning.workers},
+                "storage": tuning.storage, "study_name": tuning.study_name,
+                "workers": tuning.workers},
         metrics={**m.as_dict(), "n_trials": fit.n_trials_total,
                  "n_trials_complete": fit.n_complete, "tuning_time_s": fit.seconds,
-                 "best_trial": fit.best_number},
+                 "best_trial": fit.best_number, **extra_metrics},
         fold_metrics={"fold_mse": list(m.fold_mse), "fold_mae": list(m.fold_mae),
                       "fold_pearson": list(m.fold_pearson)},
-        config_yaml=config_yaml, oof=fit.ensemble.oof)
+        config_yaml=config_yaml, oof=oof, files=files)
 
 
 def summary(result: TrainResult) -> str:
-    """The end-of-run summary table."""
-    from pulse_ml.registry import store as tracking
+    """The end-of-run summary: metrics, the paired comparison, promotion, where to look."""
+    from pulse_ml.registry import links
+    from pulse_ml.registry.keys import REGISTERED_MODEL
+    from pulse_ml.registry.promotion import paired_sentence
 
     m = result.metrics
     row = pd.DataFrame([{
@@ -228,12 +460,28 @@ def summary(result: TrainResult) -> str:
         "r_std": float(np.std(m.fold_pearson)), "time_s": result.seconds,
         "version": result.version or "-", "champion": "yes" if result.promoted else "no",
     }])
-    return "\n".join([
-        text_table(row), "",
-        f"run: {result.run_id}   best params: {result.best_params}",
-        f"promotion: {result.promotion_reason}",
-        f"look at it: {tracking.ui_command()}",
-    ])
+    lines = [text_table(row), "", f"best params: {result.best_params}"]
+    if result.paired is not None:
+        p, versus = result.paired, f"champion v{result.champion_version}"
+        lines.append(f"vs {versus}: {paired_sentence(p, 'cv_mse', versus)}; Δr = "
+                     f"{p.delta_r:+.4f} [{p.r_ci_lower:+.4f}, {p.r_ci_upper:+.4f}]")
+    lines.append(f"expected CI reduction with this predictor: {100 * result.ci_reduction:.1f}% "
+                 f"at this data's N/n = {result.n_unlabeled / max(result.n_labeled, 1):.1f} "
+                 f"({result.n_labeled:,} labeled, {result.n_unlabeled:,} unlabeled); "
+                 f"{100 * result.ci_reduction_ref:.1f}% at N/n = {result.ci_ratio_ref:g}")
+    lines.append(f"promotion (rule {result.rule}): "
+                 f"{'promoted' if result.promoted else 'kept'} — {result.promotion_reason}")
+    if result.version:
+        lines.append(f"registered: version {result.version} of {REGISTERED_MODEL} "
+                     f"({links.model_version_url(REGISTERED_MODEL, result.version)})")
+    if result.storage:
+        lines.append(f"study: {result.study_name} in {result.storage} (add trials with "
+                     f"tuning.study_name={result.study_name})")
+    lines.append(f"MLflow run: {result.run_url}")
+    hint = links.ui_hint_once()
+    if hint:
+        lines.append(hint)
+    return "\n".join(lines)
 
 
 def run(cfg: Node) -> TrainResult:
@@ -258,10 +506,10 @@ def run_settings(job: TrainSettings) -> TrainResult:
           f"{tuning.n_trials if spec.search_space else 1} trial(s) x {tuning.n_splits}-fold CV, "
           f"objective {tuning.objective})")
     with cache_folder(job.text_cache):  # read by the text encoders (and tuning workers)
-        result = train_family(table, spec, tuning, job.config_yaml, register=job.register,
-                              auto_promote=job.auto_promote, progress=job.progress)
+        result = train_family(table, spec, job)
     print(summary(result))
     return result
 
 
-__all__ = ["TrainResult", "TrainSettings", "run", "run_settings", "train_family"]
+__all__ = ["PromotionSettings", "TrainResult", "TrainSettings", "run", "run_settings",
+           "train_family"]

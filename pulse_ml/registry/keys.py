@@ -21,6 +21,7 @@ FAMILY = "family"
 JUDGE = "judge"
 FEATURE_SET = "feature_set"
 DATA_FINGERPRINT = "data_fingerprint"
+LABEL_FINGERPRINT = "label_fingerprint"  # session ids and ratings only: same sessions, any features
 REGISTERED_VERSION = "registered_version"
 PROMOTION = "promotion"
 PROMOTION_REASON = "promotion_reason"
@@ -34,3 +35,65 @@ CV_PEARSON = "cv_pearson"
 CV_SPEARMAN = "cv_spearman"
 N_TRIALS = "n_trials"
 TUNING_TIME = "tuning_time_s"
+EXPECTED_CI_REDUCTION = "expected_ci_reduction_pct"          # at the training data's N/n
+EXPECTED_CI_REDUCTION_REF = "expected_ci_reduction_pct_ref"  # at ci_reduction.unlabeled_ratio
+N_LABELED = "n_labeled"
+N_UNLABELED = "n_unlabeled"
+SEED = "seed"
+
+# Trials (nested runs of a family run).
+KIND_TRIAL = "trial"
+TRIAL_STATE = "trial_state"
+TRIAL_NUMBER = "trial_number"
+BEST_TRIAL = "best_trial"
+STUDY_NAME = "study_name"
+STUDY_STORAGE = "optuna_storage"
+
+# Promotion and the paired comparison with the champion (tags on family runs and versions).
+PROMOTION_RULE = "promotion_rule"
+CANDIDATE = "promotion_candidate"
+VS_VERSION = "vs_champion_version"
+PAIRED_PREFIX = "vs_champion_"  # + delta_mse, mse_ci_lower, ..., delta_r, r_ci_upper
+
+# Runs that use a model (infer, audit, monitor).
+MODEL_NAME = "model_name"
+MODEL_VERSION = "model_version"
+MODEL_URI = "model_uri"
+MODEL_ID = "model_id"
+MODEL_FAMILY = "model_family"
+
+# MLflow's own tags: descriptions, nesting, the experiment's page layout.
+NOTE = "mlflow.note.content"
+PARENT_RUN = "mlflow.parentRunId"
+RUN_NAME = "mlflow.runName"
+EXPERIMENT_KIND = "mlflow.experimentKind"
+CLASSIC_ML = "custom_model_development"  # MLflow 3: the machine-learning (not GenAI) layout
+
+EXPERIMENT_DESCRIPTIONS = {
+    TRAIN_EXPERIMENT: (
+        "Satisfaction predictors of pulse_ml. One parent run per model family and `pulse-ml "
+        "train` call (its Optuna trials nested below it, logged as they finish), scored on "
+        "out-of-fold predictions of k-fold CV grouped by user: cv_mse, cv_mae, cv_pearson "
+        "(per-fold values as step series). Each parent run also carries the paired comparison "
+        "with the champion (vs_champion_*), the expected CI reduction of the predictor, the "
+        "study's optimization history and parameter importances, and the training data as a "
+        "dataset input. LLM-judge baselines (kind=llm_judge) sit beside them. "
+        "`pulse-ml compare` prints the table; `pulse-ml compare group_by=features` the "
+        "ablation over seeds."),
+    JUDGE_EXPERIMENT: "LLM-as-a-judge and labeling batches (`pulse-ml judge`, `discover`).",
+    INFER_EXPERIMENT: (
+        "Effects of agent design changes: naive vs PPI++ (honest, cross-fitted predictions) "
+        "per case study (`pulse-ml infer`), and the runs that check or monitor them. Each run "
+        "names the registered model version it used (tags model_name, model_version; the "
+        "logged model is linked as a run input) and the session table as a dataset input."),
+}
+REGISTERED_MODEL_DESCRIPTION = (
+    "Predicts a session's mean 1-5 star rating from its features (user, agent, task "
+    "progression). Each version is a cross-fit ensemble: the fold models of the best Optuna "
+    "trial of one model family, predicting with their mean, with the out-of-fold predictions "
+    "of its training sessions as an artifact (honest PPI uses them for labeled sessions). The "
+    "alias `champion` marks the version `pulse-ml infer` uses; it moves when a new version "
+    "passes the promotion rule (tag promotion_rule; default `significant`: the 95% user-"
+    "bootstrap interval of the paired out-of-fold MSE difference new - champion lies below 0) "
+    "or by hand with `pulse-ml promote version=N`. Versions are registered for promotion "
+    "candidates only (register=candidates) unless register=always.")

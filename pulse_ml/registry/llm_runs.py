@@ -27,9 +27,9 @@ def log_run(experiment: str, run_name: str, tags: Mapping[str, str],
     """Log one run with params, metrics and CSV / text artifacts; return its run id."""
     import mlflow
 
-    from pulse_ml.registry.store import setup
+    from pulse_ml.registry.runs import open_experiment
 
-    setup(experiment)
+    open_experiment(experiment)
     with mlflow.start_run(run_name=run_name, tags=dict(tags)) as run:
         mlflow.log_params({k: "" if v is None else v for k, v in params.items()})
         mlflow.log_metrics({k: float(v) for k, v in metrics.items()})

@@ -6,8 +6,10 @@ import json
 import tempfile
 import warnings
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from pulse_ml.errors import PulseError
@@ -46,12 +48,22 @@ def champion_version(name: str = REGISTERED_MODEL):
         return None
 
 
-def log_and_register_model(ensemble, example: pd.DataFrame, version_tags: Mapping[str, str],
-                           register: bool = True):
-    """Log the ensemble as an MLflow pyfunc model and (optionally) register it.
+@dataclass(frozen=True)
+class LoggedModel:
+    """A logged (not necessarily registered) pulse model: its MLflow 3 id and URI."""
 
-    Returns:
-        The registered model version (str) or None.
+    model_id: str
+    model_uri: str
+    name: str
+
+
+def log_model(ensemble, example: pd.DataFrame, metrics: Mapping[str, float] | None = None,
+              params: Mapping[str, object] | None = None) -> LoggedModel:
+    """Log the ensemble as an MLflow pyfunc model of the active run, named after its family.
+
+    The cross-validated ``metrics`` (and tuned ``params``) are attached to the logged model
+    too, so MLflow's model pages show them. Nothing is registered: see
+    :func:`register_version`.
     """
     import joblib
     import mlflow
@@ -60,27 +72,66 @@ def log_and_register_model(ensemble, example: pd.DataFrame, version_tags: Mappin
     from pulse_ml.registry.pyfunc import PulseSatisfactionModel
 
     example = example[ensemble.features.names].head(5).reset_index(drop=True)
-    with warnings.catch_warnings():  # counts and flags are integers by contract: no NaN
+    with warnings.catch_warnings(), tempfile.TemporaryDirectory() as tmp:
+        # counts and flags are integers by contract: no NaN to encode
         warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer")
         signature = infer_signature(example, ensemble.predict(example))
-    with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "ensemble.joblib"
         joblib.dump(ensemble, path)
         oof_path = Path(tmp) / "oof_predictions.csv"
         ensemble.oof.to_csv(oof_path, index=False)
         info = mlflow.pyfunc.log_model(
-            name="model", python_model=PulseSatisfactionModel(),
+            name=ensemble.family, python_model=PulseSatisfactionModel(),
             artifacts={"ensemble": str(path), "oof_predictions": str(oof_path)},
             signature=signature, input_example=example,
             pip_requirements=pip_requirements(ensemble.features),
-            registered_model_name=REGISTERED_MODEL if register else None)
-    if not register:
-        return None
-    version = str(info.registered_model_version)
+            params={k: str(v) for k, v in (params or {}).items()} or None)
+    clean = {k: float(v) for k, v in (metrics or {}).items() if np.isfinite(float(v))}
+    if clean:
+        mlflow.log_metrics(clean, model_id=info.model_id)
+    return LoggedModel(model_id=info.model_id, model_uri=info.model_uri, name=ensemble.family)
+
+
+def register_version(logged: LoggedModel, version_tags: Mapping[str, str],
+             description: str | None = None) -> str:
+    """Register a logged model as a new version of ``pulse-satisfaction``; returns the version.
+
+    The version gets ``version_tags`` and ``description``; the registered model gets its
+    description (:data:`~pulse_ml.registry.keys.REGISTERED_MODEL_DESCRIPTION`) when missing.
+    """
+    import mlflow
+
+    from pulse_ml.registry.keys import REGISTERED_MODEL_DESCRIPTION
+
+    mv = mlflow.register_model(logged.model_uri, REGISTERED_MODEL)
+    version = str(mv.version)
     c = client()
     for key, value in version_tags.items():
         c.set_model_version_tag(REGISTERED_MODEL, version, key, str(value))
+    if description:
+        c.update_model_version(REGISTERED_MODEL, version, description=description)
+    if (c.get_registered_model(REGISTERED_MODEL).description or "") != (
+            REGISTERED_MODEL_DESCRIPTION):
+        c.update_registered_model(REGISTERED_MODEL, description=REGISTERED_MODEL_DESCRIPTION)
     return version
+
+
+def describe_version(version: str, description: str) -> None:
+    """Replace a version's description (e.g. once the promotion decision is known)."""
+    client().update_model_version(REGISTERED_MODEL, str(version), description=description)
+
+
+def log_and_register_model(ensemble, example: pd.DataFrame, version_tags: Mapping[str, str],
+                           register: bool = True):
+    """Log the ensemble (:func:`log_model`) and, optionally, register it.
+
+    Returns:
+        The registered model version (str) or None.
+    """
+    logged = log_model(ensemble, example)
+    if not register:
+        return None
+    return register_version(logged, version_tags)
 
 
 def load_model(model_uri: str):

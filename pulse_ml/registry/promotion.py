@@ -1,12 +1,99 @@
-"""The promotion rule (pure) and moving the ``champion`` alias."""
+"""The promotion rule (pure) and moving the ``champion`` alias.
+
+Rules (``promotion.rule``):
+
+- ``significant`` (default): the new version becomes champion only if it is better than the
+  champion beyond the noise of the data — for objective ``cv_mse`` the 95% user-bootstrap
+  interval of the paired out-of-fold MSE difference (new - champion, same sessions) lies below
+  0; for ``cv_pearson`` the interval of the difference in r lies above 0.
+- ``better``: any strict improvement of the objective on the same data (the old rule).
+- ``manual``: never automatically; ``pulse-ml promote version=N``.
+
+With every rule a first version becomes champion when there is none, except ``manual``. A
+champion is compared only on the same labeled sessions and ratings: the same data fingerprint,
+or the same label fingerprint (session ids and ratings) with another feature set — a feature-set
+change is judged on the same sessions too. A champion trained on other sessions is never
+compared.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from pulse_ml.errors import PulseError
+from pulse_ml.registry import keys
 from pulse_ml.registry.keys import CHAMPION, REGISTERED_MODEL
 from pulse_ml.registry.models import champion_version, client
+from pulse_ml.stats.paired import PairedComparison
+
+RULES = {
+    "significant": "promote when the 95% interval of the paired difference with the champion "
+                   "excludes 0 in the new version's favour",
+    "better": "promote on any strict improvement of the objective",
+    "manual": "never promote automatically (pulse-ml promote version=N)",
+}
+
+
+@dataclass(frozen=True)
+class Champion:
+    """The current champion as the promotion rule sees it."""
+
+    version: str
+    run_id: str | None
+    fingerprint: str | None
+    values: dict[str, float]
+    family: str
+    label_fingerprint: str | None = None
+    feature_set: str = ""
+
+    def comparable(self, fingerprint: str, label_fingerprint: str | None) -> bool:
+        """Same data fingerprint, or the same sessions and ratings (label fingerprint)."""
+        return self.fingerprint == fingerprint or (
+            self.label_fingerprint is not None and self.label_fingerprint == label_fingerprint)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the promotion rule says about a new model (before anything is registered).
+
+    Attributes:
+        rule: ``significant``, ``better`` or ``manual``.
+        objective: ``cv_mse`` or ``cv_pearson``.
+        promote: The rule makes the new model champion.
+        candidate: Worth a registered version under ``register=candidates`` (the rule would
+            promote it; with ``manual``, it beats the champion's score).
+        reason: One sentence for people (printed and logged as a tag).
+        new_value: The new model's objective.
+        champion_version: The champion it was compared with (None: no champion).
+        champion_value: The champion's objective.
+        paired: The paired comparison with the champion (None when not computed).
+    """
+
+    rule: str
+    objective: str
+    promote: bool
+    candidate: bool
+    reason: str
+    new_value: float
+    champion_version: str | None = None
+    champion_value: float | None = None
+    paired: PairedComparison | None = None
+
+    def tags(self) -> dict[str, str]:
+        """Tags on the family run and the version: rule, decision, scores and the interval."""
+        out = {keys.PROMOTION_RULE: self.rule, keys.PROMOTION_REASON: self.reason[:5000],
+               keys.CANDIDATE: str(self.candidate).lower(),
+               f"new_{self.objective}": f"{self.new_value:.6f}"}
+        if self.champion_version is not None:
+            out[keys.VS_VERSION] = self.champion_version
+            if self.champion_value is not None:
+                out[f"champion_{self.objective}"] = f"{self.champion_value:.6f}"
+        if self.paired is not None:
+            p = self.paired
+            for name in ("delta_mse", "mse_ci_lower", "mse_ci_upper", "delta_r", "r_ci_lower",
+                         "r_ci_upper"):
+                out[keys.PAIRED_PREFIX + name] = f"{getattr(p, name):+.6f}"
+        return out
 
 
 @dataclass(frozen=True)
@@ -19,51 +106,156 @@ class Promotion:
     champion_value: float | None = None
 
 
+def _interval(paired: PairedComparison, objective: str) -> tuple[str, float, float, float]:
+    if objective == "cv_pearson":
+        return "Δr", paired.delta_r, paired.r_ci_lower, paired.r_ci_upper
+    return "ΔMSE", paired.delta_mse, paired.mse_ci_lower, paired.mse_ci_upper
+
+
+def paired_sentence(paired: PairedComparison, objective: str, versus: str) -> str:
+    """``ΔMSE (new - champion v3) = -0.012, 95% interval [-0.034, +0.009] over 412 users``."""
+    label, value, lo, hi = _interval(paired, objective)
+    level = round(100 * (1 - paired.alpha))
+    return (f"{label} (new - {versus}) = {value:+.4f}, {level}% interval [{lo:+.4f}, {hi:+.4f}] "
+            f"over {paired.n_groups} users ({paired.n_sessions} sessions)")
+
+
+def significantly_better(paired: PairedComparison, objective: str) -> bool:
+    """True when the interval excludes 0 in the new model's favour (MSE below, r above)."""
+    if objective == "cv_pearson":
+        return paired.r_ci_lower > 0
+    return paired.mse_ci_upper < 0
+
+
 def should_promote(objective: str, new_value: float, new_fingerprint: str,
-                   champion_value: float | None, champion_fingerprint: str | None) -> tuple[
-                       bool, str]:
+                   champion_value: float | None, champion_fingerprint: str | None,
+                   rule: str = "better", paired: PairedComparison | None = None,
+                   champion_label: str = "the champion") -> tuple[bool, str]:
     """The promotion rule (pure).
 
-    The new version becomes champion when there is none yet, or when it beats the champion on
-    the objective on the same data fingerprint. Otherwise the champion stays.
+    Args:
+        objective: ``cv_mse`` (lower is better) or ``cv_pearson`` (higher is better).
+        new_value: The new model's out-of-fold objective.
+        new_fingerprint: Fingerprint of its training data.
+        champion_value: The champion's objective (None = there is no champion).
+        champion_fingerprint: Fingerprint of the champion's training data.
+        rule: ``significant``, ``better`` or ``manual`` (see the module docstring).
+        paired: Paired comparison new vs champion on the same sessions (``significant``).
+        champion_label: How the reason names the champion (e.g. ``champion v3``).
 
     Returns:
         ``(promote, reason)``.
+
+    Raises:
+        PulseError: unknown rule or objective.
     """
+    if rule not in RULES:
+        raise PulseError(f"promotion.rule={rule} is not an option; use one of "
+                         f"{', '.join(RULES)}.")
+    if objective not in ("cv_mse", "cv_pearson"):
+        raise PulseError(f"objective={objective}: use cv_mse or cv_pearson.")
     if champion_value is None:
+        if rule == "manual":
+            return False, ("no champion yet, and promotion.rule=manual: promote a version by "
+                           "hand with `pulse-ml promote version=N`")
         return True, "no champion yet"
     if champion_fingerprint != new_fingerprint:
-        return False, (f"the champion was scored on other data (fingerprint "
+        return False, (f"{champion_label} was scored on other data (fingerprint "
                        f"{str(champion_fingerprint)[:12]} vs {new_fingerprint[:12]}); its "
                        f"{objective} is not comparable. Use `pulse-ml promote version=N` to "
                        "switch by hand.")
     better = new_value < champion_value if objective == "cv_mse" else new_value > champion_value
-    verb = "beats" if better else "does not beat"
-    return better, (f"new {objective} {new_value:.4f} {verb} the champion's "
-                    f"{champion_value:.4f} on the same data")
+    scores = (f"new {objective} {new_value:.4f} vs {champion_value:.4f} of {champion_label}")
+    if rule == "manual":
+        return False, (f"{scores}; promotion.rule=manual: promote by hand with `pulse-ml "
+                       "promote version=N`")
+    if rule == "better":
+        verb = "beats" if better else "does not beat"
+        return better, (f"new {objective} {new_value:.4f} {verb} the champion's "
+                        f"{champion_value:.4f} on the same sessions"
+                        + (f" ({champion_label})" if champion_label != "the champion" else ""))
+    if paired is None:
+        return False, (f"{scores}; no paired comparison with {champion_label} (its out-of-fold "
+                       "predictions are missing), so promotion.rule=significant cannot "
+                       "decide: kept. Use promotion.rule=better or `pulse-ml promote "
+                       "version=N`.")
+    sentence = paired_sentence(paired, objective, champion_label)
+    if significantly_better(paired, objective):
+        return True, f"{scores}; {sentence}: significantly better"
+    side = "includes 0" if _interval(paired, objective)[2] <= 0 <= _interval(
+        paired, objective)[3] else "is on the wrong side of 0"
+    return False, (f"{scores}; {sentence} {side}: not significantly better, "
+                   f"{champion_label} stays")
+
+
+def decide(rule: str, objective: str, new_value: float, new_fingerprint: str,
+           champion: Champion | None, paired: PairedComparison | None = None,
+           new_label_fingerprint: str | None = None) -> Decision:
+    """Apply the rule to a new model (pure); see :class:`Decision`.
+
+    The champion counts as scored on the same data when :meth:`Champion.comparable` (same
+    data fingerprint, or same label fingerprint with another feature set).
+    """
+    label = "the champion" if champion is None else (
+        f"champion v{champion.version}" + (f" ({champion.family}/{champion.feature_set})"
+                                           if champion.family and champion.feature_set else ""))
+    cur_value = None if champion is None else champion.values.get(
+        objective, float("inf") if objective == "cv_mse" else float("-inf"))
+    cur_fp = None if champion is None else champion.fingerprint
+    if champion is not None and champion.comparable(new_fingerprint, new_label_fingerprint):
+        cur_fp = new_fingerprint  # the same sessions and ratings: the scores are comparable
+    promote, reason = should_promote(objective, new_value, new_fingerprint, cur_value, cur_fp,
+                                     rule, paired, label)
+    if rule == "manual":
+        candidate = should_promote(objective, new_value, new_fingerprint, cur_value, cur_fp,
+                                   "better", None, label)[0]
+    else:
+        candidate = promote
+    return Decision(rule=rule, objective=objective, promote=promote, candidate=candidate,
+                    reason=reason, new_value=float(new_value),
+                    champion_version=None if champion is None else champion.version,
+                    champion_value=cur_value, paired=paired)
+
+
+def current_champion() -> Champion | None:
+    """The champion version with the scores in its tags, or None."""
+    mv = champion_version()
+    if mv is None:
+        return None
+    tags = mv.tags or {}
+    values = {}
+    for key in (keys.CV_MSE, keys.CV_MAE, keys.CV_PEARSON):
+        try:
+            values[key] = float(tags[key])
+        except (KeyError, ValueError):
+            pass
+    return Champion(version=str(mv.version), run_id=mv.run_id,
+                    fingerprint=tags.get(keys.DATA_FINGERPRINT), values=values,
+                    family=tags.get(keys.FAMILY, ""),
+                    label_fingerprint=tags.get(keys.LABEL_FINGERPRINT),
+                    feature_set=tags.get(keys.FEATURE_SET, ""))
+
+
+def apply_decision(version: str, decision: Decision, auto: bool = True) -> Promotion:
+    """Move the alias to ``version`` when the decision says so (and ``auto``); tag the version."""
+    promote, reason = decision.promote, decision.reason
+    if promote and not auto:
+        promote, reason = False, f"{reason}; automatic promotion is off (promote=never)"
+    if promote:
+        client().set_registered_model_alias(REGISTERED_MODEL, CHAMPION, str(version))
+    c = client()
+    for key, value in {**decision.tags(), keys.PROMOTION_REASON: reason[:5000],
+                       keys.PROMOTION: "promoted" if promote else "kept"}.items():
+        c.set_model_version_tag(REGISTERED_MODEL, str(version), key, value)
+    return Promotion(promote, reason, decision.champion_version, decision.champion_value)
 
 
 def decide_and_promote(version: str, objective: str, value: float, fingerprint: str,
-                       auto: bool = True) -> Promotion:
-    """Apply the promotion rule to ``version`` and move the alias when it wins."""
-    current = champion_version()
-    cur_value = cur_fp = None
-    if current is not None:
-        tags = current.tags or {}
-        cur_fp = tags.get("data_fingerprint")
-        cur_value = float(tags[objective]) if objective in tags else None
-        if cur_value is None:
-            cur_value = float("inf") if objective == "cv_mse" else float("-inf")
-    promote, reason = should_promote(objective, value, fingerprint,
-                                     None if current is None else cur_value, cur_fp)
-    if promote and not auto:
-        promote, reason = False, "automatic promotion is off (promote=never)"
-    if promote:
-        client().set_registered_model_alias(REGISTERED_MODEL, CHAMPION, str(version))
-    client().set_model_version_tag(REGISTERED_MODEL, str(version), "promotion",
-                                   "promoted" if promote else "kept")
-    return Promotion(promote, reason, None if current is None else str(current.version),
-                     cur_value)
+                       auto: bool = True, rule: str = "better",
+                       paired: PairedComparison | None = None) -> Promotion:
+    """Apply the promotion rule to a registered ``version`` and move the alias when it wins."""
+    decision = decide(rule, objective, value, fingerprint, current_champion(), paired)
+    return apply_decision(version, decision, auto)
 
 
 def promote_by_hand(version: str) -> Promotion:

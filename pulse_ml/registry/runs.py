@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import tempfile
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from pulse_ml.errors import PulseError
@@ -15,9 +17,28 @@ from pulse_ml.registry.models import client
 from pulse_ml.registry.store import git_commit, setup
 
 
+def open_experiment(name: str) -> str:
+    """Point MLflow at the store, create ``name`` if needed, describe it; returns its id.
+
+    The experiment gets a description (``mlflow.note.content``) and MLflow 3's
+    machine-learning layout (``mlflow.experimentKind = custom_model_development``), so the UI
+    opens on the runs table with metric columns rather than on the GenAI overview.
+    """
+    exp_id = setup(name)
+    c = client()
+    tags = c.get_experiment(exp_id).tags or {}
+    wanted = {keys.EXPERIMENT_KIND: keys.CLASSIC_ML,
+              keys.NOTE: keys.EXPERIMENT_DESCRIPTIONS.get(name, "")}
+    for key, value in wanted.items():
+        if value and tags.get(key) != value:
+            c.set_experiment_tag(exp_id, key, value)
+    return exp_id
+
+
 @contextmanager
 def family_run(family: str, feature_set: str, fingerprint: str, objective: str,
-               study_name: str) -> Iterator[str]:
+               study_name: str | None = None, seed: int | None = None,
+               description: str | None = None) -> Iterator[str]:
     """A parent run in ``pulse-train`` for one family; yields its run id.
 
     The run ends FINISHED, or FAILED with an ``error`` tag when the body raises (KILLED when
@@ -27,13 +48,19 @@ def family_run(family: str, feature_set: str, fingerprint: str, objective: str,
     """
     import mlflow
 
-    setup(keys.TRAIN_EXPERIMENT)
+    open_experiment(keys.TRAIN_EXPERIMENT)
     run = mlflow.start_run(run_name=f"{family}-{feature_set}")
     try:
-        mlflow.set_tags({keys.KIND: keys.KIND_FAMILY, keys.FAMILY: family,
-                         keys.FEATURE_SET: feature_set, keys.DATA_FINGERPRINT: fingerprint,
-                         keys.OBJECTIVE: objective, "study_name": study_name,
-                         keys.GIT_COMMIT: git_commit()})
+        tags = {keys.KIND: keys.KIND_FAMILY, keys.FAMILY: family,
+                keys.FEATURE_SET: feature_set, keys.DATA_FINGERPRINT: fingerprint,
+                keys.OBJECTIVE: objective, keys.GIT_COMMIT: git_commit()}
+        if study_name:
+            tags[keys.STUDY_NAME] = study_name
+        if seed is not None:
+            tags[keys.SEED] = str(seed)
+        if description:
+            tags[keys.NOTE] = description
+        mlflow.set_tags(tags)
         yield run.info.run_id
         mlflow.end_run("FINISHED")
     except BaseException as exc:
@@ -57,69 +84,298 @@ def set_tags(tags: Mapping[str, str]) -> None:
     """Tags on the active run."""
     import mlflow
 
-    mlflow.set_tags(dict(tags))
+    mlflow.set_tags({k: str(v) for k, v in tags.items()})
+
+
+def log_metrics(metrics: Mapping[str, float]) -> None:
+    """Metrics on the active run (NaN values are skipped: MLflow would store them as NaN)."""
+    import mlflow
+
+    clean = {k: float(v) for k, v in metrics.items()
+             if v is not None and np.isfinite(float(v))}
+    if clean:
+        mlflow.log_metrics(clean)
 
 
 def log_family_run(*, run_name: str, tags: Mapping[str, str], params: Mapping[str, object],
                    metrics: Mapping[str, float], fold_metrics: Mapping[str, list[float]],
-                   config_yaml: str, oof: pd.DataFrame) -> None:
-    """Log params, metrics (pooled + per fold as steps), config and OOF to the active run."""
-    import mlflow
+                   config_yaml: str, oof: pd.DataFrame,
+                   files: list[Path] | None = None) -> None:
+    """Log params, metrics (pooled + per fold as steps), config, OOF and files to the active run.
 
+    Per-fold values are one metric per key with the fold as the step (``fold_mse`` at steps
+    0..k-1: the run page's chart shows every fold, the table its last) and also a
+    ``folds.csv`` table with one row per fold.
+    """
+    import mlflow
+    from mlflow.entities import Metric
+
+    run_id = mlflow.active_run().info.run_id
     mlflow.set_tags(dict(tags))
     mlflow.log_params({k: ("None" if v is None else v) for k, v in params.items()})
-    mlflow.log_metrics(dict(metrics))
-    for key, values in fold_metrics.items():
-        for step, value in enumerate(values):
-            mlflow.log_metric(key, value, step=step)
+    log_metrics(metrics)
+    now = int(time.time() * 1000)
+    steps = [Metric(key, float(v), now, step) for key, values in fold_metrics.items()
+             for step, v in enumerate(values)]
+    if steps:
+        client().log_batch(run_id, metrics=steps)
     mlflow.log_text(config_yaml, "config.yaml")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "oof_predictions.csv"
         oof.to_csv(path, index=False)
         mlflow.log_artifact(str(path))
+        folds = pd.DataFrame({"fold": range(len(next(iter(fold_metrics.values()), []))),
+                              **{k: list(v) for k, v in fold_metrics.items()}})
+        folds.to_csv(Path(tmp) / "folds.csv", index=False)
+        mlflow.log_artifact(str(Path(tmp) / "folds.csv"))
+    for f in files or []:
+        mlflow.log_artifact(str(f), artifact_path="study" if f.parent.name == "study" else None)
     _ = run_name
 
 
-def log_trials(parent_run_id: str, experiment_id: str, trials, family: str) -> None:
-    """Log finished trials as nested child runs of the family run (batched)."""
-    import time
+def log_dataset(frame: pd.DataFrame, source: str, name: str, fingerprint: str,
+                context: str) -> None:
+    """Log a session table as a dataset input of the active run (the UI's Dataset column).
 
-    from mlflow.entities import Metric, Param, RunTag
+    Args:
+        frame: The rows the run used (training: the labeled sessions).
+        source: Where they came from (the table's path).
+        name: Dataset name shown in the UI.
+        fingerprint: The data fingerprint; its first 32 hex digits are the dataset digest
+            (MLflow keeps at most 36 characters), the whole one is a tag of the input.
+        context: ``training`` or ``inference`` (the input's context tag).
+    """
+    import warnings
 
-    c = client()
-    now = int(time.time() * 1000)
-    for trial in trials:
-        run = c.create_run(experiment_id, run_name=f"{family}-trial-{trial.number}",
-                           tags={"mlflow.parentRunId": parent_run_id, "kind": "trial",
-                                 "family": family, "trial_state": trial.state.name})
-        metrics = [Metric(k, float(v), now, 0)
+    import mlflow
+
+    with warnings.catch_warnings():  # integer columns without NaN are the contract here
+        warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer")
+        # MLflow registers two identical local-file sources and says so; either is right
+        warnings.filterwarnings("ignore", message="The specified dataset source can be")
+        dataset = mlflow.data.from_pandas(frame, source=str(source), name=name,
+                                          digest=fingerprint[:32])
+        # the schema is inferred lazily, when the input is logged
+        mlflow.log_input(dataset, context=context, tags={keys.DATA_FINGERPRINT: fingerprint})
+
+
+def _ms(moment) -> int | None:
+    return None if moment is None else int(moment.timestamp() * 1000)
+
+
+class TrialLogger:
+    """Logs Optuna trials as nested runs of a family run, one call per finished trial.
+
+    Call it from the process that owns the tracking store (the train job's main process): it
+    is the ``on_trial`` hook of :func:`pulse_ml.training.tuning.run_study`, which also hands
+    over the trials that other worker processes finished (they only write to the study).
+    Each run has the trial's real start and end time, a status that shows its state (COMPLETE
+    -> FINISHED, PRUNED -> KILLED, FAIL -> FAILED; tag ``trial_state``), its parameters, its
+    per-fold metrics as step series (``fold_mse`` ...; pruned trials have the running
+    objective per fold, ``running_<objective>``) and a one-line description.
+
+    Args:
+        parent_run_id: The family run.
+        experiment_id: Its experiment.
+        family: Family name (run names ``<family>-trial-<n>``).
+        objective: The study's objective key (``cv_mse`` or ``cv_pearson``).
+    """
+
+    STATUS = {"COMPLETE": "FINISHED", "PRUNED": "KILLED", "FAIL": "FAILED"}
+
+    def __init__(self, parent_run_id: str, experiment_id: str, family: str, objective: str):
+        self.parent_run_id = parent_run_id
+        self.experiment_id = experiment_id
+        self.family = family
+        self.objective = objective
+        self.runs: dict[int, str] = {}
+
+    def describe(self, trial) -> str:
+        """One line: state, value, folds done, duration and parameters."""
+        state = trial.state.name
+        secs = ((trial.datetime_complete - trial.datetime_start).total_seconds()
+                if trial.datetime_complete and trial.datetime_start else float("nan"))
+        params = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                           for k, v in trial.params.items()) or "no parameters"
+        if state == "COMPLETE":
+            head = f"{self.objective} {trial.value:.4f}"
+        elif state == "PRUNED":
+            done = len(trial.intermediate_values)
+            last = (f"; running {self.objective} {list(trial.intermediate_values.values())[-1]:.4f}"
+                    if done else "")
+            head = f"pruned after {done} fold(s) by the median rule{last}"
+        else:
+            head = f"failed: {trial.user_attrs.get('error', 'see the train output')}"
+        return f"Trial {trial.number} of {self.family}: {head} ({secs:.1f} s). {params}."
+
+    def __call__(self, trial) -> str:
+        """Log one finished trial; returns its run id."""
+        from mlflow.entities import Metric, Param
+
+        c = client()
+        start = _ms(trial.datetime_start) or int(time.time() * 1000)
+        end = _ms(trial.datetime_complete) or start
+        state = trial.state.name
+        name = f"{self.family}-trial-{trial.number}"
+        run = c.create_run(self.experiment_id, start_time=start, run_name=name, tags={
+            keys.PARENT_RUN: self.parent_run_id, keys.KIND: keys.KIND_TRIAL,
+            keys.FAMILY: self.family, keys.TRIAL_STATE: state,
+            keys.TRIAL_NUMBER: str(trial.number), keys.NOTE: self.describe(trial)})
+        metrics = [Metric(k, float(v), end, 0)
                    for k, v in (trial.user_attrs.get("metrics") or {}).items()]
         for key in ("fold_mse", "fold_mae", "fold_pearson"):
-            metrics += [Metric(key, float(v), now, i)
+            metrics += [Metric(key, float(v), end, i)
                         for i, v in enumerate(trial.user_attrs.get(key) or [])]
+        metrics += [Metric(f"running_{self.objective}", float(v), end, int(step))
+                    for step, v in sorted(trial.intermediate_values.items())]
         if trial.value is not None:
-            metrics.append(Metric("objective", float(trial.value), now, 0))
+            metrics.append(Metric("objective", float(trial.value), end, 0))
         params = [Param(k, str(v)) for k, v in trial.params.items()]
-        params.append(Param("trial_number", str(trial.number)))
-        c.log_batch(run.info.run_id, metrics=metrics, params=params,
-                    tags=[RunTag("mlflow.runName", f"{family}-trial-{trial.number}")])
-        status = "FINISHED" if trial.state.name in ("COMPLETE", "PRUNED") else "FAILED"
-        c.set_terminated(run.info.run_id, status=status)
+        params.append(Param(keys.TRIAL_NUMBER, str(trial.number)))
+        c.log_batch(run.info.run_id, metrics=metrics, params=params)
+        c.set_terminated(run.info.run_id, status=self.STATUS.get(state, "FAILED"), end_time=end)
+        self.runs[trial.number] = run.info.run_id
+        return run.info.run_id
+
+    def mark_best(self, number: int) -> None:
+        """Tag the best trial's run (``best_trial=true``) and name it on the parent run."""
+        c = client()
+        if number in self.runs:
+            c.set_tag(self.runs[number], keys.BEST_TRIAL, "true")
+            c.set_tag(self.parent_run_id, "best_trial_run_id", self.runs[number])
+        c.set_tag(self.parent_run_id, keys.BEST_TRIAL, str(number))
+
+
+def log_trials(parent_run_id: str, experiment_id: str, trials, family: str,
+               objective: str = "cv_mse") -> TrialLogger:
+    """Log finished trials as nested runs of the family run (see :class:`TrialLogger`)."""
+    logger = TrialLogger(parent_run_id, experiment_id, family, objective)
+    for trial in trials:
+        logger(trial)
+    return logger
+
+
+def study_storage(study_name: str) -> str:
+    """Journal file of an Optuna study kept beside the tracking store (``tuning.storage=auto``).
+
+    ``<store folder>/optuna/<study>.journal``: the folder of the sqlite tracking database, or
+    ``<PULSE_HOME>/mlruns`` when the tracking store is a server.
+    """
+    from pulse_ml.paths import project_root
+    from pulse_ml.registry.store import tracking_uri
+
+    uri = tracking_uri()
+    folder = (Path(uri[len("sqlite:///"):]).parent if uri.startswith("sqlite:///")
+              else project_root() / "mlruns")
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in study_name)
+    return str(folder / "optuna" / f"{safe}.journal")
+
+
+def run_oof(run_id: str) -> pd.DataFrame | None:
+    """The ``oof_predictions.csv`` artifact of a family run, or None when it has none."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = client().download_artifacts(run_id, "oof_predictions.csv", tmp)
+            return pd.read_csv(path, dtype={"session_id": str, "user_id": str})
+    except (MlflowException, OSError):
+        return None
+
+
+def run_link(run_id: str) -> str:
+    """The UI address of a run (see :mod:`pulse_ml.registry.links`)."""
+    from pulse_ml.registry.links import run_url
+
+    return run_url(client().get_run(run_id).info.experiment_id, run_id)
 
 
 def log_inference_run(run_name: str, tags: Mapping[str, str], params: Mapping[str, object],
-                      metrics: Mapping[str, float], files: list[Path]) -> str:
-    """Log an inference-like run (infer, audit, monitor) to ``pulse-infer``; returns its id."""
+                      metrics: Mapping[str, float], files: list[Path], *,
+                      model_version=None, dataset: Mapping[str, object] | None = None,
+                      description: str | None = None) -> str:
+    """Log an inference-like run (infer, audit, monitor) to ``pulse-infer``; returns its id.
+
+    Args:
+        run_name: Run name.
+        tags: Run tags.
+        params: Run params.
+        metrics: Run metrics (NaN skipped).
+        files: Artifacts.
+        model_version: The registered ``ModelVersion`` the run used (from
+            :func:`pulse_ml.registry.models.load_model`): tagged (``model_name``,
+            ``model_version``, ``model_family``, ``model_id``) and linked as the run's model
+            input, so the run page lists the model and its version.
+        dataset: ``{"frame", "source", "name", "fingerprint"}`` of the session table used,
+            logged as a dataset input (context ``inference``).
+        description: The run's description (``mlflow.note.content``).
+    """
     import mlflow
 
-    setup(keys.INFER_EXPERIMENT)
+    open_experiment(keys.INFER_EXPERIMENT)
+    if model_version is not None:
+        description = f"{description or ''}\n\n{_model_line(model_version)}".strip()
     with mlflow.start_run(run_name=run_name) as run:
-        mlflow.set_tags(dict(tags))
+        mlflow.set_tags({k: str(v) for k, v in tags.items()})
+        if description:
+            mlflow.set_tag(keys.NOTE, description)
+        if model_version is not None:
+            link_model_version(model_version)
         mlflow.log_params(dict(params))
-        mlflow.log_metrics({k: float(v) for k, v in metrics.items()})
+        log_metrics(metrics)
+        if dataset is not None:
+            log_dataset(dataset["frame"], str(dataset["source"]), str(dataset["name"]),
+                        str(dataset["fingerprint"]), "inference")
         for f in files:
             mlflow.log_artifact(str(f))
         return run.info.run_id
+
+
+def _model_line(version) -> str:
+    """Markdown links (inside the UI) to the model version and the run that trained it."""
+    from mlflow.exceptions import MlflowException
+
+    line = (f"Model: [{version.name} v{version.version}](#/models/{version.name}/versions/"
+            f"{version.version})")
+    try:
+        exp = client().get_run(version.run_id).info.experiment_id if version.run_id else None
+    except MlflowException:
+        exp = None
+    if exp is not None:
+        run = version.run_id
+        line += f", trained in run [{run[:8]}](#/experiments/{exp}/runs/{run})"
+    return line + "."
+
+
+def logged_model_id(version) -> str | None:
+    """The MLflow 3 logged-model id behind a model version.
+
+    A sqlite registry does not store ``model_id``; the version's source (``models:/<id>``)
+    still names it.
+    """
+    model_id = getattr(version, "model_id", None)
+    source = str(getattr(version, "source", "") or "")
+    if not model_id and source.startswith("models:/m-"):
+        model_id = source[len("models:/"):].split("/")[0]
+    return model_id or None
+
+
+def link_model_version(version, run_id: str | None = None) -> None:
+    """Tag a run with the model version it used and link its logged model as a run input."""
+    import mlflow
+    from mlflow.entities import LoggedModelInput
+
+    run = run_id or mlflow.active_run().info.run_id
+    c = client()
+    found = {keys.MODEL_NAME: version.name, keys.MODEL_VERSION: str(version.version),
+             keys.MODEL_FAMILY: (version.tags or {}).get(keys.FAMILY, "")}
+    model_id = logged_model_id(version)
+    if model_id:
+        found[keys.MODEL_ID] = model_id
+    for key, value in found.items():
+        c.set_tag(run, key, str(value))
+    if model_id:
+        c.log_inputs(run, models=[LoggedModelInput(model_id)])
 
 
 def finished_runs(kinds: tuple[str, ...] = (keys.KIND_FAMILY, keys.KIND_JUDGE)) -> pd.DataFrame:

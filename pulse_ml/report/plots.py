@@ -199,3 +199,97 @@ def monitor_plot(frame: pd.DataFrame, stops: pd.DataFrame, path: Path, title: st
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def study_history_plot(history: pd.DataFrame, path: Path, objective: str,
+                       title: str = "") -> None:
+    """Objective of every completed trial by trial number, the best so far as a step line.
+
+    Pruned and failed trials have no value: they are ticks along the bottom edge.
+    """
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7.0, 3.6))
+    done = history[history["state"] == "COMPLETE"]
+    ax.scatter(done["number"], done["value"].astype(float), s=18, color="#1f77b4",
+               label="completed trial")
+    if len(done):
+        ax.step(history["number"], history["best_so_far"].astype(float), where="post",
+                color="#d62728", label="best so far")
+    other = history[history["state"] != "COMPLETE"]
+    if len(other):
+        ax.plot(other["number"], np.zeros(len(other)), "|", color="#7f7f7f", markersize=12,
+                transform=ax.get_xaxis_transform(), label="pruned / failed")
+    ax.set_xlabel("trial number")
+    ax.set_ylabel(f"out-of-fold {objective}")
+    ax.set_title(title or f"Optimization history ({objective})", fontsize=10)
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def importance_plot(importances: dict[str, float], path: Path, title: str = "") -> None:
+    """Horizontal bars of the hyper-parameter importances (fANOVA, summing to 1)."""
+    plt = pyplot()
+    items = sorted(importances.items(), key=lambda kv: kv[1])
+    fig, ax = plt.subplots(figsize=(6.5, 0.9 + 0.35 * max(1, len(items))))
+    ax.barh([k for k, _ in items], [v for _, v in items], color="#1f77b4")
+    ax.set_xlabel("importance (fANOVA share of the objective's variance)")
+    ax.set_title(title or "Hyper-parameter importances", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def paired_plot(frame: pd.DataFrame, path: Path, reference: str) -> None:
+    """Paired ΔMSE and Δr (new - reference) with their intervals, one row per model run.
+
+    ``frame`` has columns ``label``, ``delta_mse``, ``mse_ci_lower``, ``mse_ci_upper``,
+    ``delta_r``, ``r_ci_lower``, ``r_ci_upper``.
+    """
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(9.0, 1.2 + 0.45 * len(frame)), sharey=True)
+    ys = np.arange(len(frame))
+    for ax, key, label in ((axes[0], "mse", "ΔMSE (below 0: better)"),
+                           (axes[1], "r", "Δr (above 0: better)")):
+        mid = frame[f"delta_{key}"].astype(float)
+        err = [mid - frame[f"{key}_ci_lower"].astype(float),
+               frame[f"{key}_ci_upper"].astype(float) - mid]
+        ax.errorbar(mid, ys, xerr=err, fmt="o", color="#1f77b4", capsize=4)
+        ax.axvline(0, color="black", linewidth=0.8)
+        ax.set_xlabel(label)
+    axes[0].set_yticks(ys, list(frame["label"]), fontsize=8)
+    axes[0].invert_yaxis()
+    fig.suptitle(f"Paired out-of-fold differences vs {reference} (95% user bootstrap)",
+                 fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def ablation_plot(table: pd.DataFrame, path: Path, group_by: list[str]) -> None:
+    """Mean out-of-fold r and MSE per group with ± sd over its runs (seeds) as error bars.
+
+    ``table`` is the ablation table of ``pulse-ml compare group_by=...`` (columns
+    ``r_mean``, ``r_sd``, ``mse_mean``, ``mse_sd`` and the ``group_by`` columns).
+    """
+    plt = pyplot()
+    labels = [" / ".join(str(row[c]) for c in group_by) for _, row in table.iterrows()]
+    fig, axes = plt.subplots(1, 2, figsize=(max(7.0, 1.1 * len(table) + 3), 3.8))
+    xs = np.arange(len(table))
+    for ax, key, name in ((axes[0], "r", "out-of-fold Pearson r"),
+                          (axes[1], "mse", "out-of-fold MSE")):
+        ax.bar(xs, table[f"{key}_mean"].astype(float),
+               yerr=np.nan_to_num(table[f"{key}_sd"].astype(float)), capsize=4,
+               color="#1f77b4")
+        ax.set_xticks(xs, labels, rotation=30, ha="right", fontsize=8)
+        ax.set_ylabel(name)
+        if key == "mse":
+            lo = float((table["mse_mean"] - table["mse_sd"].fillna(0)).min())
+            hi = float((table["mse_mean"] + table["mse_sd"].fillna(0)).max())
+            pad = max(0.02, 0.2 * (hi - lo))
+            ax.set_ylim(lo - pad, hi + pad)
+    fig.suptitle(f"Ablation by {', '.join(group_by)}: mean ± sd over runs (seeds)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -22,7 +22,7 @@ from pulse_ml.sessions.fingerprint import data_fingerprint
 from pulse_ml.sessions.table import SessionTable
 from pulse_ml.training.folds import make_folds
 from pulse_ml.training.metrics import CVMetrics, cv_metrics
-from pulse_ml.training.tuning import CVObjective, TuningSettings, run_study
+from pulse_ml.training.tuning import CVObjective, TuningSettings, run_study, study_report
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,8 @@ class FamilyFit:
         ensemble: The best trial's fold models as a cross-fit ensemble.
         metrics: Out-of-fold metrics of the ensemble.
         seconds: Wall time of tuning and refit.
+        history: One row per trial of the study (:func:`~pulse_ml.training.tuning.study_report`).
+        importances: Parameter importances of the study (fANOVA; empty when not computable).
     """
 
     family: str
@@ -62,6 +64,8 @@ class FamilyFit:
     ensemble: CrossFitEnsemble
     metrics: CVMetrics
     seconds: float
+    history: pd.DataFrame | None = None
+    importances: dict | None = None
 
 
 def training_data(table: SessionTable) -> tuple[pd.DataFrame, np.ndarray]:
@@ -73,6 +77,15 @@ def training_data(table: SessionTable) -> tuple[pd.DataFrame, np.ndarray]:
 def fingerprint(labeled: pd.DataFrame, features: FeatureSet) -> str:
     """Fingerprint of the training data (ids, ratings, features)."""
     return data_fingerprint(labeled, ["session_id", "rating", *features.names])
+
+
+def label_fingerprint(labeled: pd.DataFrame) -> str:
+    """Fingerprint of the sessions and their ratings only (ids, ratings; no features).
+
+    Two models with the same label fingerprint predicted the same labeled sessions out of
+    fold, whatever their feature sets: their errors can be paired session by session.
+    """
+    return data_fingerprint(labeled, ["session_id", "rating"])
 
 
 def study_name_for(spec: ModelSpec, features: FeatureSet, fp: str,
@@ -104,7 +117,8 @@ def tune_family(table: SessionTable, spec: ModelSpec, tuning: TuningSettings,
         spec: Model family.
         tuning: Tuning and CV settings.
         progress: Show a progress bar over trials.
-        on_trial: Called with each trial of this invocation as it finishes.
+        on_trial: Called in this process with each trial of this invocation (any worker,
+            any final state) soon after it finishes, once per trial.
 
     Raises:
         PulseError: no trial completed, or too few sessions/users for the folds.
@@ -135,8 +149,11 @@ def tune_family(table: SessionTable, spec: ModelSpec, tuning: TuningSettings,
         ensemble = fit_crossfit(lambda: build_pipeline(spec, features, best.params),
                                 labeled, y, folds, features, spec.name)
     metrics = cv_metrics(y, ensemble.oof["prediction"].to_numpy(), folds)
+    seconds = time.perf_counter() - start
+    history, importances = study_report(study, first, tuning.tpe_seed)
     return FamilyFit(
         family=spec.name, features=features, labeled=labeled, y=y, folds=folds,
         fingerprint=fp, study_name=name, trials=new_trials, n_trials_total=len(study.trials),
         n_complete=len(complete), best_params=dict(best.params), best_number=best.number,
-        ensemble=ensemble, metrics=metrics, seconds=time.perf_counter() - start)
+        ensemble=ensemble, metrics=metrics, seconds=seconds,
+        history=history, importances=importances)

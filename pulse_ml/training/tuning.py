@@ -77,10 +77,17 @@ class CVObjective:
         OpenMP/BLAS run single-threaded inside the folds: parallelism comes from
         ``tuning.workers`` processes (multi-threaded fits stall when the other core is busy).
         """
+        import optuna
         from threadpoolctl import threadpool_limits
 
         with threadpool_limits(limits=1):
-            return self._cross_validate(trial)
+            try:
+                return self._cross_validate(trial)
+            except optuna.TrialPruned:
+                raise
+            except Exception as exc:  # kept on the trial, so its MLflow run says why it failed
+                trial.set_user_attr("error", f"{type(exc).__name__}: {exc}"[:500])
+                raise
 
     def _cross_validate(self, trial) -> float:
         import optuna
@@ -108,6 +115,10 @@ class CVObjective:
 
 def _storage(url: str | None):
     """The Optuna storage of ``tuning.storage`` (bounded waits: see ``training.storage``)."""
+    if url == "auto":
+        raise PulseError("tuning.storage=auto is resolved by the train job (a journal file "
+                         "under the tracking store); pass a journal path or a database URL "
+                         "when tuning without it.")
     from pulse_ml.training.storage import open_storage
 
     return open_storage(url)
@@ -134,26 +145,59 @@ def _worker(settings: TuningSettings, study_name: str, worker: int, objective: C
     study.optimize(objective, n_trials=n_trials, timeout=settings.timeout_s)
 
 
+class _TrialFeed:
+    """Hands each finished trial of this invocation to ``on_trial`` once, in this process.
+
+    Other worker processes write their trials to the study storage only; scanning the study
+    here (after each local trial, while the workers run, and once at the end) lets the caller
+    log every trial as it finishes without a second writer on the tracking store.
+    """
+
+    def __init__(self, first: int, on_trial):
+        self.first = first
+        self.on_trial = on_trial
+        self.seen: set[int] = set()
+
+    def scan(self, study) -> None:
+        if self.on_trial is None:
+            return
+        import optuna
+
+        done = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED,
+                optuna.trial.TrialState.FAIL)
+        for trial in sorted(study.get_trials(deepcopy=False, states=done),
+                            key=lambda t: t.number):
+            if trial.number >= self.first and trial.number not in self.seen:
+                self.seen.add(trial.number)
+                self.on_trial(trial)
+
+
 def run_study(settings: TuningSettings, study_name: str, objective: CVObjective,
-              progress: bool = True, on_trial=None):
+              progress: bool = True, on_trial=None, poll_s: float = 0.5):
     """Run the trials of this invocation; returns ``(study, first_new_trial_number)``.
 
     With ``workers > 1`` the extra workers run in spawned processes on the same storage; the
-    trials are split between them. ``on_trial(trial)`` is called in this process for each
-    trial it finished.
+    trials are split between them. ``on_trial(trial)`` is called in this process, once for
+    every trial of this invocation that finished (complete, pruned or failed) in any worker,
+    soon after it finished: after each local trial, every ``poll_s`` seconds while other
+    workers still run, and a last time at the end (also when tuning stops with an error).
     """
+    import time
+
     import optuna
     from tqdm.auto import tqdm
 
     if settings.objective not in OBJECTIVES:
         raise PulseError(f"objective={settings.objective}: use one of {', '.join(OBJECTIVES)}.")
     if settings.workers > 1 and not settings.storage:
-        raise PulseError("tuning.workers > 1 needs a shared study: set tuning.storage to a "
+        raise PulseError("tuning.workers > 1 needs a shared study: keep the default "
+                         "tuning.storage=auto (a journal file under the store) or set a "
                          "journal file (e.g. tuning.storage=mlruns/optuna.journal) or a "
                          "database URL.")
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     study = open_study(settings, study_name, 0)
     start = len(study.trials)
+    feed = _TrialFeed(start, on_trial)
     n_trials = settings.n_trials if objective.spec.search_space else min(settings.n_trials, 1)
     shares = [n_trials // settings.workers + (i < n_trials % settings.workers)
               for i in range(settings.workers)]
@@ -170,8 +214,7 @@ def run_study(settings: TuningSettings, study_name: str, objective: CVObjective,
 
     def _update(study, trial):
         bar.update(1)
-        if on_trial is not None:
-            on_trial(trial)
+        feed.scan(study)
         try:
             bar.set_postfix({f"best {settings.objective}": f"{study.best_value:.4f}"})
         except ValueError:
@@ -180,6 +223,9 @@ def run_study(settings: TuningSettings, study_name: str, objective: CVObjective,
     try:
         study.optimize(objective, n_trials=shares[0], timeout=settings.timeout_s,
                        callbacks=[_update])
+        while any(p.is_alive() for p in procs):
+            feed.scan(study)
+            time.sleep(poll_s)
     except BaseException:  # Ctrl-C, SIGTERM or an error: stop the other workers too
         for p in procs:
             p.terminate()
@@ -188,8 +234,53 @@ def run_study(settings: TuningSettings, study_name: str, objective: CVObjective,
         bar.close()
         for p in procs:
             p.join()
+        feed.scan(study)
     failed = [p.exitcode for p in procs if p.exitcode != 0]
     if failed:
         raise PulseError(f"a tuning worker process failed (exit code {failed[0]}); the trials "
                          f"it finished are kept in {settings.storage}.")
     return study, start
+
+
+def study_report(study, first: int = 0, seed: int = 0) -> tuple[pd.DataFrame, dict[str, float]]:
+    """The optimization history and the parameter importances of a study (for the parent run).
+
+    Args:
+        study: An Optuna study.
+        first: Trials numbered below this came from earlier invocations (``invocation`` column).
+        seed: Seed of the fANOVA importance evaluator.
+
+    Returns:
+        ``(history, importances)``: one row per trial (number, state, value, best value so far,
+        start, end, duration, params) and ``param -> importance`` (fANOVA, summing to 1; empty
+        with fewer than 2 completed trials or no parameter that varies).
+    """
+    import optuna
+
+    direction = study.direction == optuna.study.StudyDirection.MINIMIZE
+    rows, best = [], None
+    for t in study.get_trials(deepcopy=False):
+        value = t.value if t.state == optuna.trial.TrialState.COMPLETE else None
+        if value is not None:
+            best = value if best is None else (min(best, value) if direction else max(best, value))
+        end = t.datetime_complete
+        rows.append({"number": t.number, "state": t.state.name, "value": value,
+                     "best_so_far": best, "datetime_start": t.datetime_start,
+                     "datetime_complete": end,
+                     "duration_s": (end - t.datetime_start).total_seconds()
+                     if end and t.datetime_start else None,
+                     "this_invocation": t.number >= first,
+                     **{f"params.{k}": v for k, v in t.params.items()}})
+    history = pd.DataFrame(rows)
+    complete = [t for t in study.get_trials(deepcopy=False)
+                if t.state == optuna.trial.TrialState.COMPLETE]
+    importances: dict[str, float] = {}
+    if len(complete) >= 2 and any(len({str(t.params.get(k)) for t in complete}) > 1
+                                  for k in complete[0].params):
+        try:
+            evaluator = optuna.importance.FanovaImportanceEvaluator(seed=seed)
+            importances = {k: float(v) for k, v in optuna.importance.get_param_importances(
+                study, evaluator=evaluator).items()}
+        except (RuntimeError, ValueError):  # e.g. a dynamic search space
+            importances = {}
+    return history, importances

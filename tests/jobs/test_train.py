@@ -65,7 +65,9 @@ def test_register_promote_and_load_in_fresh_process(small_demo, pulse_home):
 
 def test_worse_model_keeps_champion_and_promote_moves_it(small_demo, pulse_home, cli):
     good = _train(small_demo, "model=hist_gb")
-    worse = _train(small_demo, "model=mean")
+    # the strict-improvement rule, and a version for every model (the defaults are
+    # promotion.rule=significant and register=candidates: see test_promotion_rules.py)
+    worse = _train(small_demo, "model=mean", "promotion.rule=better", "register=always")
     assert good.promoted and not worse.promoted
     assert "does not beat" in worse.promotion_reason
     client = mlflow.MlflowClient()
@@ -107,7 +109,7 @@ def test_two_workers_share_a_journal_study_and_resume(small_demo, pulse_home, tm
 
 def test_workers_without_storage_is_a_clear_error(small_demo, pulse_home):
     with pytest.raises(PulseError, match="tuning.storage"):
-        _train(small_demo, "model=mean", "tuning.workers=2")
+        _train(small_demo, "model=mean", "tuning.workers=2", "tuning.storage=memory")
 
 
 def test_failing_family_marks_run_failed_and_keeps_champion(small_demo, pulse_home, tmp_path,
@@ -126,8 +128,13 @@ def test_failing_family_marks_run_failed_and_keeps_champion(small_demo, pulse_ho
     assert "training model 'broken' failed" in res.stderr and "Traceback" not in res.stderr
     client = mlflow.MlflowClient()
     exp = client.get_experiment_by_name("pulse-train")
-    runs = mlflow.search_runs([exp.experiment_id], filter_string="tags.family = 'broken'")
+    runs = mlflow.search_runs([exp.experiment_id], filter_string="tags.family = 'broken' and "
+                              "tags.kind = 'family'")
     assert list(runs["status"]) == ["FAILED"]
+    trial = mlflow.search_runs([exp.experiment_id], filter_string="tags.family = 'broken' and "
+                               "tags.kind = 'trial'")
+    assert list(trial["status"]) == ["FAILED"] and list(trial["tags.trial_state"]) == ["FAIL"]
+    assert "max_features" in trial["tags.mlflow.note.content"][0]  # the error, in its description
     mv = client.get_model_version_by_alias("pulse-satisfaction", "champion")
     assert str(mv.version) == ok.version
     assert len(client.search_model_versions("name='pulse-satisfaction'")) == 1

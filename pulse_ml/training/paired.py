@@ -1,0 +1,83 @@
+"""Paired comparison of two predictors' out-of-fold tables (same sessions, users resampled).
+
+The out-of-fold table of a family run or a registered version has one row per training session
+(``session_id``, ``rating``, ``prediction``, ``fold``, and ``user_id`` for runs logged since the
+paired comparison exists). Two tables trained on the same data fingerprint hold the same
+sessions; :func:`compare_oof` joins them on ``session_id`` and calls
+:func:`pulse_ml.stats.paired.paired_bootstrap` with the users as resampling units.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from pulse_ml.errors import PulseError
+from pulse_ml.stats.paired import PairedComparison, paired_bootstrap
+
+
+@dataclass(frozen=True)
+class PairedSettings:
+    """How to bootstrap a paired difference: resamples, error level, seed."""
+
+    n_boot: int = 2000
+    alpha: float = 0.05
+    seed: int = 0
+
+
+def with_users(oof: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
+    """The OOF table with the ``user_id`` of each session from ``frame`` (for the artifact)."""
+    out = oof.copy()
+    if "user_id" in frame.columns:
+        users = pd.Series(frame["user_id"].astype(str).to_numpy(),
+                          index=frame["session_id"].astype(str))
+        out["user_id"] = out["session_id"].astype(str).map(users).to_numpy()
+    return out
+
+
+def compare_oof(new: pd.DataFrame, ref: pd.DataFrame,
+                users: Mapping[str, str] | pd.Series | None = None,
+                settings: PairedSettings = PairedSettings()) -> PairedComparison:
+    """Difference new - reference in out-of-fold MSE, MAE and r on their common sessions.
+
+    Args:
+        new: OOF table of the new predictor (session_id, rating, prediction[, user_id]).
+        ref: OOF table of the reference predictor (e.g. the champion).
+        users: session_id -> user_id; default the ``user_id`` column of ``new`` (or ``ref``);
+            without any, sessions are resampled one by one.
+        settings: Bootstrap settings.
+
+    Returns:
+        The :class:`~pulse_ml.stats.paired.PairedComparison`.
+
+    Raises:
+        PulseError: the tables share no session, or share sessions with different ratings
+            (they were not trained on the same data).
+    """
+    a = new.assign(session_id=new["session_id"].astype(str))
+    b = ref.assign(session_id=ref["session_id"].astype(str))
+    both = a.merge(b[["session_id", "rating", "prediction"]], on="session_id", how="inner",
+                   suffixes=("", "_ref"), validate="one_to_one")
+    if len(both) < 2:
+        raise PulseError("the two models share fewer than 2 training sessions: a paired "
+                         "comparison needs models trained on the same data (fingerprint).")
+    if not np.allclose(both["rating"].to_numpy(float), both["rating_ref"].to_numpy(float)):
+        raise PulseError("the two models' training sessions have different ratings: they were "
+                         "not trained on the same data, so their errors cannot be paired.")
+    if users is not None:
+        lookup = pd.Series(users) if not isinstance(users, pd.Series) else users
+        groups = both["session_id"].map(lookup.astype(str)).fillna(both["session_id"])
+    else:
+        source = a if "user_id" in a.columns else b if "user_id" in b.columns else None
+        if source is None:
+            groups = both["session_id"]
+        else:
+            lookup = pd.Series(source["user_id"].astype(str).to_numpy(),
+                               index=source["session_id"])
+            groups = both["session_id"].map(lookup).fillna(both["session_id"])
+    return paired_bootstrap(both["rating"].to_numpy(float), both["prediction"].to_numpy(float),
+                            both["prediction_ref"].to_numpy(float), groups.to_numpy(),
+                            n_boot=settings.n_boot, alpha=settings.alpha, seed=settings.seed)
