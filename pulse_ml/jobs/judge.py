@@ -9,9 +9,17 @@ a user's sessions stay in one fold when the table has user ids). The run lands i
 families; per-session judgments are a CSV artifact. Answers are cached on disk (a rerun costs
 nothing); failures end as missing values.
 
+The judge's score as a feature: ``sessions=all table_out=PATH`` judges every session (labeled or
+not) and writes the input table plus ``judge_<name>`` (``column=`` renames it; the likert score)
+and ``judge_<name>_missing`` (1 where the call failed or the session was not judged: those get
+the mean score of the judged sessions). The judge never saw the ratings, so the column is an
+honest feature: add it to a feature set (``conf/features/all_judge.yaml``) and train on
+``table_out``. Metrics are still computed on the labeled sessions only.
+
 Examples:
     pulse-ml judge data.path=data/sessions.parquet                 # local server on :8000
     pulse-ml judge judge=o3 data.path=data/sessions.parquet judge.max_sessions=200
+    pulse-ml judge data.path=data/sessions.parquet sessions=all table_out=data/judged.parquet
 """
 
 from __future__ import annotations
@@ -19,12 +27,16 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from pulse_ml.errors import PulseError
 from pulse_ml.llm.config import LLMConfig, llm_config_from_mapping
 from pulse_ml.training.folds import FoldSettings
+
+if TYPE_CHECKING:
+    from pulse_ml.llm.judge import JudgeFeature
 
 
 @dataclass(frozen=True)
@@ -37,25 +49,62 @@ class JudgeSettings:
     cache_dir: Path | None = None
     progress: bool = True
     folds: FoldSettings = field(default_factory=FoldSettings)
+    sessions: str = "labeled"
+    table_out: Path | None = None
+    column: str | None = None
+
+    @property
+    def feature_column(self) -> str:
+        """Name of the score column of ``table_out`` (``column``, default ``judge_<name>``)."""
+        return self.column or f"judge_{self.judge.name}"
 
 
 @dataclass
 class JudgeResult:
-    """Judgments, metrics and the MLflow run id."""
+    """Judgments, metrics, the MLflow run id and (with ``table_out``) the feature table."""
 
     judgments: pd.DataFrame
     metrics: dict[str, float]
     run_id: str
     csv_path: Path
+    feature: JudgeFeature | None = None
+    table_path: Path | None = None
+
+
+# Columns of the table contract a judge column must not overwrite.
+RESERVED = ("session_id", "user_id", "case_study", "condition", "rating", "n_ratings",
+            "transcript", "started_at")
 
 
 def settings_from_config(cfg) -> JudgeSettings:
     """Convert the composed config to :class:`JudgeSettings`."""
-    from pulse_ml.config import choice, flag, mapping, number, require, require_data_path
+    from pulse_ml.config import (
+        choice,
+        flag,
+        mapping,
+        number,
+        require,
+        require_data_path,
+        text,
+    )
+    from pulse_ml.sessions.writers import table_format
 
     data_path = require_data_path(cfg, "judge")
     require(cfg, "judge", "judge")
+    sessions = choice(cfg, "sessions", "judge",
+                      {"labeled": "judge the sessions with a rating (the baseline)",
+                       "all": "judge every session (for the score as a feature)"})
+    table_out = text(cfg, "table_out")
+    table_out = Path(table_out).expanduser() if table_out else None
+    if table_out is not None:
+        table_format(table_out, "pulse-ml judge: table_out")
+    column = text(cfg, "column")
+    if column is not None and (column in RESERVED or column.endswith("_missing")):
+        raise PulseError(f"pulse-ml judge: column={column} is a column of the session table "
+                         "contract or ends in _missing (the flag's suffix); choose another "
+                         "name, e.g. column=judge_score.")
     return JudgeSettings(
+        sessions=sessions, table_out=table_out, column=column,
         data_path=data_path,
         judge=llm_config_from_mapping(mapping(cfg, "judge"), "judge"),
         output=Path(str(cfg.output)).expanduser(),
@@ -77,45 +126,74 @@ def judge(s: JudgeSettings) -> JudgeResult:
     """
     from pulse_ml.llm.cache import DiskCache
     from pulse_ml.llm.client import all_failed_error
-    from pulse_ml.llm.judge import judge_metrics, judge_sessions
+    from pulse_ml.llm.judge import judge_feature, judge_metrics, judge_sessions
     from pulse_ml.registry.llm_runs import config_json, llm_params, log_run
     from pulse_ml.registry.store import TRAIN_EXPERIMENT
     from pulse_ml.report.atomic import atomic_file
-    from pulse_ml.sessions.readers import read_transcript_table
+    from pulse_ml.sessions.readers import check_transcript_table, read_frame
+    from pulse_ml.sessions.writers import write_table
 
-    frame = read_transcript_table(s.data_path, need_rating=True)
-    if frame["rating"].notna().sum() == 0:
+    raw = read_frame(s.data_path)
+    if "rating" not in raw.columns and s.sessions == "all":
+        raw_for_llm = raw.assign(rating=float("nan"))
+    else:
+        raw_for_llm = raw
+    frame = check_transcript_table(raw_for_llm, s.data_path, need_rating=True)
+    if s.sessions == "labeled" and frame["rating"].notna().sum() == 0:
         raise PulseError(f"{s.data_path}: no labeled session (column rating is empty "
-                         f"everywhere); a judge is scored against the ratings.")
+                         f"everywhere); a judge is scored against the ratings. To judge "
+                         f"unlabeled sessions for the score as a feature, pass sessions=all "
+                         f"table_out=PATH.")
+    if s.table_out is not None and frame["session_id"].duplicated().any():
+        raise PulseError(f"{s.data_path}: session_id is not unique; the judge column is "
+                         f"matched by session_id. Run `pulse-ml validate` on the table.")
     start = time.perf_counter()
     judgments, usage = judge_sessions(frame, s.judge, DiskCache(s.cache_dir) if s.cache_dir
-                                      else None, progress=s.progress)
+                                      else None, progress=s.progress, sessions=s.sessions)
     judged = int((judgments["error"] != "not judged (max_sessions)").sum())
     failed = all_failed_error("pulse-ml judge", s.judge, usage, judged)
     if failed is not None:
         raise failed
     metrics = judge_metrics(judgments, usage, s.folds)
     metrics["wall_time_s"] = time.perf_counter() - start
+    feature = None
+    if s.table_out is not None:
+        feature = judge_feature(raw, judgments, s.feature_column)
+        metrics["n_filled"] = float(feature.n_filled)
     csv_path = s.output / f"judgments_{s.judge.name}.csv"
     with atomic_file(csv_path) as tmp:
         judgments.to_csv(tmp, index=False)
+    if feature is not None:
+        write_table(feature.table, s.table_out, "pulse-ml judge: table_out")
     run_id = log_run(
         TRAIN_EXPERIMENT, f"judge-{s.judge.name}",
         tags={"kind": "llm_judge", "judge": s.judge.name, "data_path": str(s.data_path)},
         params={**llm_params(s.judge), "n_splits": s.folds.n_splits, "cv_seed": s.folds.seed,
-                "cv_group_by": "user_id" if s.folds.group_by_user else "none"},
+                "cv_group_by": "user_id" if s.folds.group_by_user else "none",
+                "sessions": s.sessions,
+                "table_out": str(s.table_out) if s.table_out else "none"},
         metrics=metrics, tables={"judgments.csv": judgments},
         texts={"judge_config.json": config_json(s.judge)})
-    return JudgeResult(judgments, metrics, run_id, csv_path)
+    return JudgeResult(judgments, metrics, run_id, csv_path, feature, s.table_out)
 
 
 def run(cfg) -> JudgeResult:
     """Entry point of ``pulse-ml judge``."""
     result = judge(settings_from_config(cfg))
     m = result.metrics
-    print(f"judge {result.judgments.shape[0]} labeled session(s), {int(m['n_missing'])} missing: "
-          f"MSE {m['cv_mse']:.3f} ± {m['cv_mse_std']:.3f}, MAE {m['cv_mae']:.3f}, "
-          f"r {m['cv_pearson']:.3f}, Spearman {m['cv_spearman']:.3f}; "
+    n_judged = result.judgments.shape[0]
+    if m["n_sessions"] > 0:
+        scored = (f"{int(m['n_sessions'])} labeled, {int(m['n_missing'])} missing: "
+                  f"MSE {m['cv_mse']:.3f} ± {m['cv_mse_std']:.3f}, MAE {m['cv_mae']:.3f}, "
+                  f"r {m['cv_pearson']:.3f}, Spearman {m['cv_spearman']:.3f}")
+    else:
+        scored = "no labeled session: no metrics"
+    print(f"judge {n_judged} session(s) ({scored}); "
           f"{int(m['tokens_in'])}+{int(m['tokens_out'])} tokens, ${m['cost_usd']:.4f}\n"
           f"judgments -> {result.csv_path} (MLflow run {result.run_id}, experiment pulse-train)")
+    f = result.feature
+    if f is not None:
+        print(f"table with the judge's score as a feature -> {result.table_path}: column "
+              f"{f.column}, flag {f.flag}; filled {f.n_filled} of {f.table.shape[0]} "
+              f"session(s) without a score with {f.fallback:.3f} (the mean judged score)")
     return result

@@ -179,7 +179,20 @@ def read_transcript_table(path: str | Path, need_rating: bool) -> pd.DataFrame:
     Raises:
         DataError: unreadable file, missing ``session_id`` / ``transcript`` (/ ``rating``).
     """
-    frame = read_frame(path)
+    return check_transcript_table(read_frame(path), path, need_rating)
+
+
+def check_transcript_table(frame: pd.DataFrame, path: str | Path,
+                           need_rating: bool) -> pd.DataFrame:
+    """Check and normalise the columns LLM jobs use in a table read from ``path``.
+
+    Returns:
+        A copy with ``session_id`` and ``transcript`` as strings (missing transcript = ``[]``)
+        and a numeric ``rating`` (when ``need_rating``); ``frame`` itself is unchanged.
+
+    Raises:
+        DataError: missing ``session_id`` / ``transcript`` (/ ``rating``).
+    """
     need = ["session_id", "transcript"] + (["rating"] if need_rating else [])
     missing = [c for c in need if c not in frame.columns]
     if missing:
