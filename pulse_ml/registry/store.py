@@ -33,6 +33,40 @@ def artifact_root() -> str:
     return (project_root() / "mlruns" / "artifacts").as_uri()
 
 
+# A tracking server that stops answering must fail a command in seconds, not after MLflow's
+# default 7 retries with exponential back-off (minutes): defaults, the user's env wins.
+HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+                 "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+                 "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
+
+
+def check_server(uri: str, timeout: float = 5.0) -> None:
+    """Fail at once, naming ``uri``, when an ``http(s)://`` tracking server does not answer.
+
+    Raises:
+        PulseError: the server's ``/health`` endpoint is unreachable or not healthy.
+    """
+    import urllib.error
+    import urllib.request
+
+    from pulse_ml.errors import PulseError
+
+    for key, value in HTTP_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+    try:
+        with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout) as resp:
+            if resp.status == 200:
+                return
+            reason = f"HTTP {resp.status}"
+    except urllib.error.HTTPError as exc:
+        reason = f"HTTP {exc.code}"
+    except (OSError, ValueError) as exc:
+        reason = str(getattr(exc, "reason", exc))
+    raise PulseError(f"cannot reach the MLflow tracking server at {uri} ({reason}): check that "
+                     "`mlflow server` runs there and is reachable from this machine, or fix "
+                     "MLFLOW_TRACKING_URI (unset it to use the local store).")
+
+
 def setup(experiment: str) -> str:
     """Point MLflow at the tracking store and make sure ``experiment`` exists.
 
@@ -50,6 +84,8 @@ def setup(experiment: str) -> str:
         logging.getLogger("mlflow").setLevel(logging.ERROR)
 
     uri = tracking_uri()
+    if uri.startswith(("http://", "https://")):
+        check_server(uri)
     mlflow.set_tracking_uri(uri)
     mlflow.set_registry_uri(uri)
     client = mlflow.MlflowClient()

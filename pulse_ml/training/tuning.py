@@ -117,7 +117,42 @@ def _storage(url: str | None):
         path = Path(url).expanduser().resolve()
         path.parent.mkdir(parents=True, exist_ok=True)
         return JournalStorage(JournalFileBackend(str(path)))
-    return url
+    return _rdb_storage(url)
+
+
+def _rdb_storage(url: str):
+    """An Optuna ``RDBStorage`` for a database URL, probed first with a connect timeout.
+
+    Raises:
+        PulseError: the driver is not installed, or the database cannot be reached within
+            ~10 s (one line naming the URL without its password).
+    """
+    import sqlalchemy
+    from optuna.storages import RDBStorage
+
+    safe = sqlalchemy.engine.make_url(url).render_as_string(hide_password=True)
+    kwargs = {}
+    if url.startswith(("postgresql", "mysql")):
+        kwargs = {"connect_args": {"connect_timeout": 10}}
+    try:
+        engine = sqlalchemy.create_engine(url, **kwargs)
+    except ModuleNotFoundError as exc:
+        raise PulseError(f"tuning.storage={safe}: the database driver {exc.name} is not "
+                         "installed; pip install 'pulse-ml[scale]' (psycopg2-binary for "
+                         "PostgreSQL) or the driver your URL names.") from None
+    except sqlalchemy.exc.ArgumentError as exc:
+        raise PulseError(f"tuning.storage={safe}: not a database URL ({exc}).") from None
+    try:
+        with engine.connect():
+            pass
+    except sqlalchemy.exc.SQLAlchemyError as exc:
+        first = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
+        raise PulseError(f"tuning.storage={safe}: cannot connect to the database ({first}). "
+                         "Check that the server runs and is reachable from this machine, that "
+                         "the database exists and the user/password are right.") from None
+    finally:
+        engine.dispose()
+    return RDBStorage(url, engine_kwargs=kwargs or None)
 
 
 def open_study(settings: TuningSettings, study_name: str, worker: int = 0):

@@ -147,7 +147,7 @@ def mlflow_server(postgres, tmp_path_factory):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, 15)
         try:
-            proc.wait(timeout=30)
+            proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, 9)
             proc.wait(timeout=30)

@@ -104,11 +104,12 @@ def test_train_infer_compare_and_load_through_an_mlflow_server(small_demo, mlflo
     assert got["oof"] == int(frame["rating"].notna().sum())
 
 
-def test_unreachable_postgresql_storage_is_one_line_exit_2(small_demo, tmp_path, cli):
+def test_unreachable_postgresql_storage_is_one_line_exit_2(small_demo, pulse_home, cli):
     url = f"postgresql+psycopg2://pulse@127.0.0.1:{free_port()}/optuna"
     start = time.monotonic()
     res = cli("train", f"data.path={small_demo}", *FAST, f"tuning.storage={url}",
-                  "tuning.n_trials=1", env=_env(tmp_path, f"sqlite:///{tmp_path / 'm.db'}"))
+                  "tuning.n_trials=1",
+              env=_env(pulse_home, f"sqlite:///{pulse_home / 'mlruns' / 'mlflow.db'}"))
     assert time.monotonic() - start < 30
     assert res.returncode == 2, res.stdout + res.stderr
     assert "127.0.0.1" in res.stderr and "tuning.storage" in res.stderr
