@@ -96,8 +96,10 @@ def main(argv: list[str] | None = None) -> None:
               file=sys.stderr)
         sys.exit(2)
 
+    from pulse_ml import signals
     from pulse_ml.errors import PulseError
 
+    signals.install()  # SIGTERM (a scheduler, `kill`) is handled like Ctrl-C
     try:
         from pulse_ml.config import quick_check
 
@@ -141,12 +143,19 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:  # e.g. `pulse-ml train --help | head`
         sys.stderr.close()
         sys.exit(0)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        sys.exit(130)
+    except KeyboardInterrupt as exc:
+        terminated = isinstance(exc, signals.Terminated)
+        print("terminated (SIGTERM)" if terminated else "interrupted", file=sys.stderr)
+        sys.exit(signals.exit_code(exc))
     except Exception as exc:  # noqa: BLE001 - last resort: one line, not a traceback
         if os.environ.get("PULSE_DEBUG"):
             raise
+        from pulse_ml.faults import explain
+
+        fault = explain(exc)  # a full disk, a read-only folder, a locked database: not a bug
+        if fault is not None:
+            print(f"error: pulse-ml {verb}: {fault}", file=sys.stderr)
+            sys.exit(2)
         print(f"error: pulse-ml {verb} failed unexpectedly: {type(exc).__name__}: {exc}\n"
               "  Set PULSE_DEBUG=1 to see the traceback, and please report it.", file=sys.stderr)
         sys.exit(1)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pulse_ml.errors import PulseError
+from pulse_ml.faults import shorten
 from pulse_ml.paths import conf_dir, project_root
 
 # Config groups whose value may also be a path to a YAML file outside the package.
@@ -353,12 +354,12 @@ def number(cfg: Node, key: str, verb: str, low: float | None = None, high: float
                 raise ValueError
             value = int(value)
     except (TypeError, ValueError):
-        raise PulseError(f"pulse-ml {verb}: {key}={raw!r} is not {kind}; use {kind} in "
-                         f"{allowed}.") from None
+        raise PulseError(f"pulse-ml {verb}: {key}={shorten(repr(raw))} is not {kind}; use "
+                         f"{kind} in {allowed}.") from None
     bad_low = low is not None and (value <= low if open_interval else value < low)
     bad_high = high is not None and (value >= high if open_interval else value > high)
     if bad_low or bad_high:
-        raise PulseError(f"pulse-ml {verb}: {key}={raw} is out of range; use a value in "
+        raise PulseError(f"pulse-ml {verb}: {key}={shorten(raw)} is out of range; use a value in "
                          f"{allowed}.")
     return value
 
@@ -375,7 +376,7 @@ def choice(cfg: Node, key: str, verb: str, allowed: dict[str, str]) -> str:
         close = difflib.get_close_matches(value, list(allowed), n=1)
         hint = f" Did you mean {close[0]}?" if close else ""
         options = "; ".join(f"{k} = {v}" for k, v in allowed.items())
-        raise PulseError(f"pulse-ml {verb}: {key}={value} is not an option.{hint} "
+        raise PulseError(f"pulse-ml {verb}: {key}={shorten(value)} is not an option.{hint} "
                          f"Use {options}.")
     return value
 
@@ -390,7 +391,7 @@ def flag(cfg: Node, key: str, verb: str, default: bool | None = None) -> bool:
         return True
     if text_value in ("false", "0", "no", "off"):
         return False
-    raise PulseError(f"pulse-ml {verb}: {key}={raw!r} is not true or false.")
+    raise PulseError(f"pulse-ml {verb}: {key}={shorten(repr(raw))} is not true or false.")
 
 
 def text(cfg: Node, key: str, default: str | None = None) -> str | None:

@@ -21,16 +21,15 @@ def conf_dir() -> Path:
 
 
 def project_root() -> Path:
-    """Return the root under which ``mlruns/`` and the demo data live.
+    """Return the root under which ``data/``, ``mlruns/`` and ``results/`` live.
 
-    ``PULSE_HOME`` wins; otherwise the checkout root when running from one, else the current
-    working directory.
+    ``PULSE_HOME`` wins; otherwise the current working directory, as MLflow's own ``./mlruns``
+    (so the README's commands, run from a checkout, use the checkout, and the same commands run
+    elsewhere never read or write the checkout's files).
     """
     env = os.environ.get("PULSE_HOME")
     if env:
-        return Path(env).resolve()
-    if (_PKG.parent / "pyproject.toml").is_file():
-        return _PKG.parent
+        return Path(env).expanduser().resolve()
     return Path.cwd()
 
 

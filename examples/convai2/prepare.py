@@ -12,7 +12,9 @@ computed with vectorized pandas (no per-chat Python loop):
 * ``bot_repeat_share`` -- share of bot messages that repeat an earlier bot message of the chat;
 * ``user_sentiment`` / ``user_sentiment_score`` -- a lexicon score of the user's messages with
   the hand-written word lists in ``sentiment_words.yaml`` (no model, nothing downloaded);
-* ``duration_min`` -- minutes from the first to the last message.
+* ``duration_min`` -- minutes from the first to the last message;
+* ``user_text``, ``bot_text`` -- each side's messages joined by newlines (``text`` features of
+  ``features_text.yaml``).
 
 Each chat has one bot, so a chat can belong to one case study only: the bots are split into
 disjoint pairs (``--pairs``), and each chat of a pair's two bots gets that pair's case study.
@@ -161,8 +163,18 @@ def build_table(chats: pd.DataFrame, pairs: list[tuple[str, str]], lexicon) -> p
                                    "none"),
         "duration_min": ((end - start).dt.total_seconds() / 60).clip(lower=0),
     })
-    feats = turn_features(explode_turns(chats), len(chats), lexicon)
-    return pd.concat([table, feats], axis=1)
+    turns = explode_turns(chats)
+    feats = turn_features(turns, len(chats), lexicon)
+    return pd.concat([table, feats, text_columns(turns, len(chats))], axis=1)
+
+
+def text_columns(turns: pd.DataFrame, n_chats: int) -> pd.DataFrame:
+    """``user_text`` / ``bot_text``: each side's messages joined by newlines ("" without any)."""
+    out = pd.DataFrame(index=pd.RangeIndex(n_chats))
+    for side, mask in (("user_text", turns["is_user"]), ("bot_text", ~turns["is_user"])):
+        joined = turns[mask].groupby("row")["text"].agg("\n".join)
+        out[side] = joined.reindex(out.index).fillna("").to_numpy(dtype=object)
+    return out
 
 
 def summary(table: pd.DataFrame) -> str:

@@ -61,6 +61,11 @@ class RawSession:
         return sum(1 for t in self.turns if t.role == "user")
 
     @property
+    def user_text(self) -> str:
+        """The user's messages joined by newlines (the ``user_text`` column)."""
+        return "\n".join(t.text for t in self.turns if t.role == "user")
+
+    @property
     def n_segments(self) -> int:
         """Number of work segments (one per user message; at least one if anything happened)."""
         return max(self.user_message_count, 1 if self.turns or self.commands else 0)

@@ -13,6 +13,7 @@ from pulse_ml.extract.gitcmd import GIT_FLAGS, git_flag_frame
 from pulse_ml.extract.sessions import RawSession
 
 GIT_COLUMNS = [f"git_{f}" for f in GIT_FLAGS]
+TEXT_MAX_CHARS = 20_000  # user_text per session (the head and tail are kept beyond it)
 BASE_COLUMNS = ["session_id", "user_id", "case_study", "condition", "rating", "n_ratings",
                 "user_message_count", *GIT_COLUMNS]
 
@@ -54,8 +55,38 @@ def read_ratings(path: str | Path) -> pd.DataFrame:
     return out.dropna(subset=["rating"])
 
 
+def user_texts(sessions: list[RawSession],
+               max_chars: int = TEXT_MAX_CHARS) -> tuple[list[str], str | None]:
+    """The ``user_text`` column: each session's user messages joined by newlines, capped.
+
+    A text longer than ``max_chars`` keeps its first and last ``max_chars // 2`` characters
+    (the opening request and how the session ended) around a line holding ``…``.
+
+    Args:
+        sessions: Normalized sessions.
+        max_chars: Cap on the characters kept per session.
+
+    Returns:
+        ``(texts, note)``: the texts and a sentence saying how many were capped (None if none).
+    """
+    texts = [s.user_text for s in sessions]
+    head = max_chars // 2
+    tail = max_chars - head
+    capped = 0
+    for i, text in enumerate(texts):
+        if len(text) > max_chars:
+            texts[i] = text[:head] + "\n…\n" + text[len(text) - tail:]
+            capped += 1
+    note = None
+    if capped:
+        note = (f"user_text: {capped} of {len(texts)} session(s) have more than {max_chars} "
+                f"characters of user messages; kept their first {head} and last {tail} "
+                "characters (raise text_max_chars to keep more).")
+    return texts, note
+
+
 def assemble(sessions: list[RawSession], ratings: pd.DataFrame | None, case_study: str,
-             condition: str) -> pd.DataFrame:
+             condition: str, text_max_chars: int = TEXT_MAX_CHARS) -> pd.DataFrame:
     """Build the session table (without LLM features).
 
     Args:
@@ -64,9 +95,13 @@ def assemble(sessions: list[RawSession], ratings: pd.DataFrame | None, case_stud
         case_study: Default case study for sessions whose source has none.
         condition: Default condition for sessions whose source has none.
 
+        text_max_chars: Cap on each session's ``user_text`` (see :func:`user_texts`).
+
     Returns:
-        One row per session with the contract's columns, ``n_segments``, ``transcript`` and
-        ``feedback`` when any session has one. Segment ratings win over inline ratings.
+        One row per session with the contract's columns, ``n_segments``, ``user_text``,
+        ``transcript`` and ``feedback`` when any session has one. Segment ratings win over
+        inline ratings. ``frame.attrs["notes"]`` lists what the user should know (capped
+        texts).
     """
     ids = [s.session_id for s in sessions]
     frame = pd.DataFrame({
@@ -102,9 +137,13 @@ def assemble(sessions: list[RawSession], ratings: pd.DataFrame | None, case_stud
         frame[col] = frame["session_id"].map(flags[col]).fillna(0).astype(np.int64)
     if any(s.feedback for s in sessions):
         frame["feedback"] = [s.feedback or "" for s in sessions]
+    texts, note = user_texts(sessions, text_max_chars)
+    frame["user_text"] = pd.Series(texts, index=frame.index, dtype=object)
     frame["transcript"] = [json.dumps(s.transcript(), ensure_ascii=False) for s in sessions]
     extra = [c for c in frame.columns if c not in BASE_COLUMNS]
-    return frame[BASE_COLUMNS + extra]
+    out = frame[BASE_COLUMNS + extra]
+    out.attrs["notes"] = [note] if note else []
+    return out
 
 
 def ratings_outside_sessions(ratings: pd.DataFrame, frame: pd.DataFrame) -> list[str]:

@@ -125,6 +125,33 @@ def compare(control: ArmData, treatment: ArmData, settings: InferenceSettings) -
                         treatment.f_unl, alpha=settings.alpha, **kw)
 
 
+def word_count_name(column: str) -> str:
+    """Name of the word-count summary of a ``text`` column in the feature tests."""
+    return f"{column} (words)"
+
+
+def feature_test_kinds(kinds: dict[str, str]) -> dict[str, str]:
+    """The feature tests' columns: a ``text`` column is summarised by its word count.
+
+    The feature and label-shift tests (Welch / Fisher, rank-biserial) need numbers or
+    categories; the text itself enters only the model.
+    """
+    return {word_count_name(c) if k == "text" else c: "count" if k == "text" else k
+            for c, k in kinds.items()}
+
+
+def feature_test_columns(rows: pd.DataFrame, kinds: dict[str, str]) -> pd.DataFrame:
+    """The feature set's columns (``kinds``) as tested: text columns become word counts."""
+    out = {}
+    for col, kind in kinds.items():
+        if kind == "text":
+            words = rows[col].fillna("").astype(str).str.count(r"\S+")
+            out[word_count_name(col)] = words.astype("int64")
+        else:
+            out[col] = rows[col]
+    return pd.DataFrame(out, index=rows.index)
+
+
 def analyse(table: SessionTable, preds: np.ndarray, study: CaseStudy,
             settings: InferenceSettings) -> CaseStudyResult:
     """Naive + augmented effect, permutation p-value, feature comparison and label shift."""
@@ -140,11 +167,13 @@ def analyse(table: SessionTable, preds: np.ndarray, study: CaseStudy,
         raise PulseError(f"{table.path}: case study '{study.name}': {exc}") from exc
     p_naive = permutation_pvalue(control.y, treatment.y, n_permutations=settings.n_permutations,
                                  seed=settings.seed)
-    kinds = table.features.kinds
-    feats = compare_features(control.rows[list(kinds)], treatment.rows[list(kinds)], kinds)
+    declared = table.features.kinds
+    kinds = feature_test_kinds(declared)
+    feats = compare_features(feature_test_columns(control.rows, declared),
+                             feature_test_columns(treatment.rows, declared), kinds)
     feats.insert(0, "case_study", study.name)
-    lab = pd.concat([control.rows, treatment.rows])[list(kinds)]
-    unl = pd.concat([control.rows_unl, treatment.rows_unl])[list(kinds)]
+    lab = feature_test_columns(pd.concat([control.rows, treatment.rows]), declared)
+    unl = feature_test_columns(pd.concat([control.rows_unl, treatment.rows_unl]), declared)
     shift = labeled_shift(lab, unl, kinds) if len(unl) else pd.DataFrame()
     if len(shift):
         shift.insert(0, "case_study", study.name)

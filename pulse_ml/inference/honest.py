@@ -16,6 +16,7 @@ import pandas as pd
 
 from pulse_ml.errors import PulseError
 from pulse_ml.sessions.case_studies import CaseStudy
+from pulse_ml.sessions.readers import with_text_columns
 from pulse_ml.sessions.table import SessionTable, missing_columns_error, validate_frame
 
 # Options of the ``ppi.predictions`` setting (value -> meaning).
@@ -59,6 +60,7 @@ def honest_data(raw: pd.DataFrame, path: str, ensemble,
         PulseError: missing model columns, contract violations, or a suspected leak.
     """
     check_model_columns(raw, ensemble, path)
+    raw = with_text_columns(raw, path, ensemble.features.of_kind("text"))
     table = validate_frame(raw, path, ensemble.features, configured or {}, only)
     preds, n_oof, notes = predictions(ensemble, table, mode)
     return HonestData(table, preds, n_oof, tuple(notes), mode)

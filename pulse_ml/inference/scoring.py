@@ -173,9 +173,10 @@ def score_file(ensemble, path: str | os.PathLike[str], out: str | os.PathLike[st
                unit_scale=True, disable=not settings.progress)
     try:
         with pq.ParquetWriter(partial, OUTPUT_SCHEMA) as writer:
-            for chunk in iter_chunks(path, needed, settings.chunk_size):
+            for chunk in iter_chunks(path, needed, settings.chunk_size,
+                                     features.of_kind("text")):
                 n_chunks += 1
-                validate_chunk(chunk, features, path, n_rows, n_chunks)
+                chunk = validate_chunk(chunk, features, path, n_rows, n_chunks)
                 table = score_chunk(predictor, chunk, lookup)
                 writer.write_table(table)
                 n_honest += int(table.column("honest").to_numpy().sum())

@@ -160,19 +160,22 @@ def run(cfg) -> pd.DataFrame:
     rule = (f"{n_ties} human tie(s) {'excluded' if job.ties == 'exclude' else 'kept'}; "
             f"predicted tie if |score_a - score_b| <= {job.tie_margin:g}; credit 1 agree, 0 "
             "opposite, 1/2 when exactly one side is a tie")
+    from pulse_ml.report.atomic import staged_outputs
+
     out = job.output
-    out.mkdir(parents=True, exist_ok=True)
-    summary.to_csv(out / "agreement.csv", index=False)
-    per_source.to_csv(out / "per_source.csv", index=False)
-    (out / "agreement.json").write_text(json.dumps(
-        {"pairs": job.pairs_path, "sessions": job.data_path, "ties": job.ties,
-         "tie_margin": job.tie_margin, "interval_n": job.interval_n, "rule": rule,
-         "notes": notes, "predictors": {k: list(v) for k, v in job.predictors.items()},
-         "summary": summary.to_dict(orient="records")}, indent=2, default=str))
-    (out / "agreement.md").write_text(
-        f"# Agreement with human pairwise preferences ({len(pairs)} pairs)\n\n{rule}.\n\n"
-        + markdown_table(summary, 1) + "\n" + "".join(f"\n> note: {n}" for n in notes) + "\n")
-    agreement_chart(summary, out / "agreement.png", job.ties)
+    with staged_outputs(out) as stage:  # every file complete, or none (earlier ones kept)
+        summary.to_csv(stage / "agreement.csv", index=False)
+        per_source.to_csv(stage / "per_source.csv", index=False)
+        (stage / "agreement.json").write_text(json.dumps(
+            {"pairs": job.pairs_path, "sessions": job.data_path, "ties": job.ties,
+             "tie_margin": job.tie_margin, "interval_n": job.interval_n, "rule": rule,
+             "notes": notes, "predictors": {k: list(v) for k, v in job.predictors.items()},
+             "summary": summary.to_dict(orient="records")}, indent=2, default=str))
+        (stage / "agreement.md").write_text(
+            f"# Agreement with human pairwise preferences ({len(pairs)} pairs)\n\n{rule}.\n\n"
+            + markdown_table(summary, 1) + "\n" + "".join(f"\n> note: {n}" for n in notes)
+            + "\n")
+        agreement_chart(summary, stage / "agreement.png", job.ties)
     print(f"{len(pairs)} pairs; {rule}.")
     print(text_table(summary, digits=1))
     for note in notes:

@@ -114,15 +114,17 @@ def run(cfg: Node):
     halves = split_half(table, preds, study, settings, job.split_half_replications, job.seed)
     res = audit(table, preds, study, settings, job.replications, job.hide_share, job.seed,
                 reference, job.progress)
+    from pulse_ml.report.atomic import staged_outputs
+
     out = job.output
-    out.mkdir(parents=True, exist_ok=True)
-    res.per_replication.to_csv(out / f"audit_{name}.csv", index=False)
     split = {m: {k: v for k, v in asdict(a).items() if k != "per_replication"}
              for m, a in halves.items()}
     summary = {k: v for k, v in asdict(res).items() if k != "per_replication"}
-    (out / f"audit_{name}.json").write_text(json.dumps(
-        {**summary, "mode": mode, "split_half": split,
-         "verdict": halves["augmented"].verdict}, indent=2, default=str))
+    with staged_outputs(out) as stage:  # both files or neither; earlier ones stay otherwise
+        res.per_replication.to_csv(stage / f"audit_{name}.csv", index=False)
+        (stage / f"audit_{name}.json").write_text(json.dumps(
+            {**summary, "mode": mode, "split_half": split,
+             "verdict": halves["augmented"].verdict}, indent=2, default=str))
     nominal = 1 - settings.alpha
     say = _printer()
     for note in notes:

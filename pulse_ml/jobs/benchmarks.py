@@ -134,26 +134,29 @@ def _model_deltas(job: BenchmarksJob, comparisons: list[BenchmarkComparison]):
 
 def _write(job: BenchmarksJob, deltas: pd.DataFrame, cats: pd.DataFrame | None,
            corr: pd.DataFrame, lines: list[str], notes: list[str], meta: dict) -> list[Path]:
+    from pulse_ml.report.atomic import staged_outputs
+
     out = job.output
-    out.mkdir(parents=True, exist_ok=True)
-    files = [out / "deltas.csv", out / "correlation.csv", out / "correlation.json",
-             out / "benchmarks.md", out / "scatter.png"]
-    deltas.to_csv(files[0], index=False)
-    corr.to_csv(files[1], index=False)
-    files[2].write_text(json.dumps({**meta, "summary": lines, "notes": notes,
-                                    "correlations": corr.to_dict(orient="records")},
-                                   indent=2, default=str))
+    names = ["deltas.csv", "correlation.csv", "correlation.json", "benchmarks.md", "scatter.png"]
+    if cats is not None:
+        names.insert(1, "categories.csv")
     md = [f"# Human Delta_H vs benchmark Delta_B (source={job.source})", ""]
     md += [f"- {line}" for line in lines] + [""]
     md += [markdown_table(_view(deltas), 2), "", markdown_table(corr, 3)]
     if cats is not None:
-        cats.to_csv(out / "categories.csv", index=False)
-        files.insert(1, out / "categories.csv")
         md += ["", "## Effect per category", "", markdown_table(cats, 3)]
     md += [""] + [f"> note: {n}" for n in notes]
-    files[files.index(out / "benchmarks.md")].write_text("\n".join(md) + "\n")
-    task_delta_scatter(deltas, corr, out / "scatter.png")
-    return files
+    with staged_outputs(out) as stage:  # every file complete, or none (earlier ones kept)
+        deltas.to_csv(stage / "deltas.csv", index=False)
+        corr.to_csv(stage / "correlation.csv", index=False)
+        (stage / "correlation.json").write_text(json.dumps(
+            {**meta, "summary": lines, "notes": notes,
+             "correlations": corr.to_dict(orient="records")}, indent=2, default=str))
+        if cats is not None:
+            cats.to_csv(stage / "categories.csv", index=False)
+        (stage / "benchmarks.md").write_text("\n".join(md) + "\n")
+        task_delta_scatter(deltas, corr, stage / "scatter.png")
+    return [out / n for n in names]
 
 
 def _view(deltas: pd.DataFrame) -> pd.DataFrame:

@@ -62,11 +62,14 @@ def run(cfg) -> pd.DataFrame:
                          f"'{tracking.TRAIN_EXPERIMENT}' at {tracking.tracking_uri()}. Run "
                          "`pulse-ml train` (or `pulse-ml judge`) first.")
     table = comparison_frame(runs, flag(cfg, "latest_only", "compare", True))
+    from pulse_ml.report.atomic import staged_outputs
+
     out = Path(cfg.output)
-    out.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out / "comparison.csv", index=False)
-    (out / "comparison.md").write_text(markdown_table(table.drop(columns=["run_id"])) + "\n")
-    comparison_plot(table, out / "comparison.png")
+    with staged_outputs(out) as stage:  # all three files or none
+        table.to_csv(stage / "comparison.csv", index=False)
+        (stage / "comparison.md").write_text(markdown_table(table.drop(columns=["run_id"]))
+                                             + "\n")
+        comparison_plot(table, stage / "comparison.png")
     shown = table.drop(columns=["run_id"])
     print(text_table(shown))
     print(f"\nwritten: {out / 'comparison.md'}, {out / 'comparison.csv'}, "

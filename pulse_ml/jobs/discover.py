@@ -86,10 +86,12 @@ def discover(s: DiscoverSettings) -> DiscoverResult:
     markdown = to_markdown(ranked, len(sample), names)
     payload = json.dumps({"n_conversations": len(sample), "models": names,
                           "features": ranked.to_dict("records")}, indent=2)
-    s.output.mkdir(parents=True, exist_ok=True)
+    from pulse_ml.report.atomic import staged_outputs
+
     md_path, json_path = s.output / "features.md", s.output / "features.json"
-    md_path.write_text(markdown, encoding="utf-8")
-    json_path.write_text(payload, encoding="utf-8")
+    with staged_outputs(s.output) as stage:  # both files complete, or neither
+        (stage / md_path.name).write_text(markdown, encoding="utf-8")
+        (stage / json_path.name).write_text(payload, encoding="utf-8")
     run_id = log_run(
         JUDGE_EXPERIMENT, f"discover-{'+'.join(names)}",
         tags={"kind": "feature_discovery"},

@@ -4,11 +4,16 @@ Reads OpenHands V0 event streams (``action``/``args`` or ``extras``), V1 SDK eve
 eval records (``history``), feedback-dataset records (``trajectory`` + ``feedback``) and generic
 chat transcripts (``[{role, text, feedback?}]`` + ``rating``; ConvAI2 dialogues work as is).
 Computes ``user_message_count``, the git flags from EXECUTED shell commands only, the mean of the
-segment ratings, and keeps the conversation in a ``transcript`` column for labelers and judges.
+segment ratings, the user's messages joined in ``user_text`` (a ``text`` feature; capped at
+``text_max_chars`` per session, with a note), and keeps the conversation in a ``transcript``
+column for labelers and judges.
 With ``labeler=<name>`` the paper's two labeling prompts add ``user_sentiment``,
 ``task_category`` and the 7 failure-mode flags (missing answers are NaN with the reason in
 ``label_errors``); calls are cached on disk, tokens and cost go to MLflow (``pulse-judge``).
-A file that cannot be parsed is reported and skipped.
+A file that cannot be parsed is reported and skipped, and so is each unparseable line or record
+of a JSON Lines file (with its line number); the command fails only when nothing could be read.
+``out`` must end in ``.parquet``, ``.csv`` or ``.jsonl`` and is written in that format
+(atomically: a failure leaves no half-written file and keeps an earlier one).
 
 Examples:
     pulse-ml extract input=data/demo/events ratings=data/demo/ratings.csv
@@ -24,9 +29,20 @@ from pathlib import Path
 import pandas as pd
 
 from pulse_ml.errors import PulseError
-from pulse_ml.extract.readers import find_files, read_sessions
-from pulse_ml.extract.table import GIT_COLUMNS, assemble, ratings_outside_sessions, read_ratings
+from pulse_ml.extract.readers import find_files, read_sessions, skipped_by_file
+from pulse_ml.extract.table import (
+    GIT_COLUMNS,
+    TEXT_MAX_CHARS,
+    assemble,
+    ratings_outside_sessions,
+    read_ratings,
+)
+from pulse_ml.faults import shorten
 from pulse_ml.llm.config import LLMConfig, llm_config_from_mapping
+
+# out= suffix -> format (every one `pulse-ml validate` reads back).
+OUT_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl",
+               ".ndjson": "jsonl"}
 
 
 @dataclass(frozen=True)
@@ -41,6 +57,7 @@ class ExtractSettings:
     labeler: LLMConfig | None = None
     cache_dir: Path | None = None
     progress: bool = True
+    text_max_chars: int = TEXT_MAX_CHARS
 
 
 @dataclass
@@ -53,39 +70,69 @@ class ExtractResult:
     unknown_rated: list[str] = field(default_factory=list)
     usage: object | None = None
     run_id: str | None = None
+    per_file: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
 
 def settings_from_config(cfg) -> ExtractSettings:
     """Convert the composed config to :class:`ExtractSettings`."""
-    from pulse_ml.config import flag, mapping, require
+    from pulse_ml.config import flag, mapping, number, require
 
     labeler = None
     if cfg.get("labeler") is not None:
         labeler = llm_config_from_mapping(mapping(cfg, "labeler"), "labeler")
+    out = Path(str(cfg.out)).expanduser()
+    out_format(out)
     return ExtractSettings(
         input=str(require(cfg, "input", "extract")),
-        out=Path(str(cfg.out)).expanduser(),
+        out=out,
         ratings=Path(str(cfg.ratings)).expanduser() if cfg.get("ratings") else None,
         case_study=str(cfg.get("case_study") or ""),
         condition=str(cfg.get("condition") or "default"),
         labeler=labeler,
         cache_dir=Path(str(cfg.cache_dir)).expanduser() if cfg.get("cache_dir") else None,
         progress=flag(cfg, "progress", "extract", True),
+        text_max_chars=(number(cfg, "text_max_chars", "extract", 1, None, integer=True)
+                        if cfg.get("text_max_chars") is not None else TEXT_MAX_CHARS),
     )
 
 
+def out_format(out: Path) -> str:
+    """The format ``out`` is written in, by its suffix (``parquet``, ``csv``, ``jsonl``).
+
+    Raises:
+        PulseError: any other suffix (or none): the file would not be readable by its name.
+    """
+    kind = OUT_FORMATS.get(out.suffix.lower())
+    if kind is None:
+        raise PulseError(f"pulse-ml extract: out={shorten(out)} must end in .parquet, .csv or "
+                         ".jsonl (the table is written in that format, and `pulse-ml validate` "
+                         "reads it by its extension), e.g. out=data/sessions.parquet.")
+    return kind
+
+
 def write_table(frame: pd.DataFrame, out: Path) -> None:
-    """Write the table as Parquet (default) or CSV (``.csv``)."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if out.suffix.lower() == ".csv":
-        frame.to_csv(out, index=False)
-    else:
-        frame.to_parquet(out, index=False)
+    """Write the table in the format of ``out``'s suffix (Parquet, CSV or JSON Lines).
+
+    Atomic: written under a temporary name and renamed when complete, so a full disk or an
+    interruption leaves no truncated file and an earlier table at ``out`` stays as it was.
+    """
+    from pulse_ml.report.atomic import atomic_file
+
+    kind = out_format(out)
+    with atomic_file(out) as tmp:
+        if kind == "csv":
+            frame.to_csv(tmp, index=False)
+        elif kind == "jsonl":
+            frame.to_json(tmp, orient="records", lines=True, force_ascii=False)
+        else:
+            frame.to_parquet(tmp, index=False)
 
 
 def label(frame: pd.DataFrame, s: ExtractSettings) -> tuple[pd.DataFrame, object, str]:
     """Add the LLM features to ``frame`` and log the batch to MLflow."""
     from pulse_ml.llm.cache import DiskCache
+    from pulse_ml.llm.client import all_failed_error
     from pulse_ml.llm.labeler import label_sessions
     from pulse_ml.registry.llm_runs import llm_params, log_run
     from pulse_ml.registry.store import JUDGE_EXPERIMENT
@@ -96,6 +143,10 @@ def label(frame: pd.DataFrame, s: ExtractSettings) -> tuple[pd.DataFrame, object
     start = time.perf_counter()
     labels, usage = label_sessions(frame["transcript"].tolist(), s.labeler, cache,
                                    progress=s.progress)
+    failed = all_failed_error(f"pulse-ml extract labeler={s.labeler.name}", s.labeler, usage,
+                              2 * len(frame))
+    if failed is not None:
+        raise failed
     labels.index = frame.index
     out = pd.concat([frame.drop(columns=[c for c in labels.columns if c in frame.columns]),
                      labels], axis=1)
@@ -117,6 +168,7 @@ def extract(s: ExtractSettings) -> ExtractResult:
     Raises:
         PulseError: no file matched, or not one session could be read.
     """
+    out_format(s.out)  # before any work
     files = find_files(s.input)
     read = read_sessions(files, progress=s.progress)
     if not read.sessions:
@@ -125,13 +177,15 @@ def extract(s: ExtractSettings) -> ExtractResult:
                          f"sessions:\n{shown}\nExpected OpenHands events, eval/feedback "
                          f"records or chat transcripts (see `pulse-ml extract --help`).")
     ratings = read_ratings(s.ratings) if s.ratings else None
-    frame = assemble(read.sessions, ratings, s.case_study, s.condition)
+    frame = assemble(read.sessions, ratings, s.case_study, s.condition, s.text_max_chars)
+    notes = list(frame.attrs.get("notes", []))
     unknown = ratings_outside_sessions(ratings, frame) if ratings is not None else []
     usage = run_id = None
     if s.labeler is not None:
         frame, usage, run_id = label(frame, s)
     write_table(frame, s.out)
-    return ExtractResult(frame, s.out, read.failures, unknown, usage, run_id)
+    return ExtractResult(frame, s.out, read.failures, unknown, usage, run_id, read.per_file,
+                         notes)
 
 
 def summary(r: ExtractResult) -> str:
@@ -142,13 +196,16 @@ def summary(r: ExtractResult) -> str:
              f"user messages median {f['user_message_count'].median():.0f}",
              "  git flags: " + ", ".join(f"{c[4:]} {int(f[c].sum())}" for c in GIT_COLUMNS)]
     if r.failures:
-        lines.append(f"  skipped {len(r.failures)} unreadable file(s)/record(s):")
-        lines += [f"    - {name}: {why}" for name, why in r.failures[:10]]
-        if len(r.failures) > 10:
-            lines.append(f"    ... and {len(r.failures) - 10} more")
+        per_file = skipped_by_file(r.failures, r.per_file)
+        lines.append(f"  warning: skipped {len(r.failures)} unreadable line(s)/record(s)/"
+                     f"file(s) in {len(per_file)} file(s):")
+        lines += [f"    - {line}" for line in per_file[:10]]
+        if len(per_file) > 10:
+            lines.append(f"    ... and {len(per_file) - 10} more file(s)")
     if r.unknown_rated:
         lines.append(f"  {len(r.unknown_rated)} rated session id(s) have no session file, e.g. "
                      f"{', '.join(r.unknown_rated[:3])}")
+    lines += [f"  note: {n}" for n in r.notes]
     if r.usage is not None:
         u = r.usage
         n_err = int((f["label_errors"] != "").sum())

@@ -83,38 +83,38 @@ def settings_from_config(cfg: Node) -> InferJob:
 def write_outputs(job: InferJob, effects: pd.DataFrame, results: list[CaseStudyResult],
                   meta: dict, truth: dict[str, float],
                   lineage: dict | None = None) -> list[Path]:
-    """effects.{json,csv,md}, forest.png, features.csv, label_shift.csv, report.html."""
+    """Write effects.{json,csv,md}, forest.png, the shift tables and report.html, all or none."""
+    from pulse_ml.report.atomic import staged_outputs
     from pulse_ml.report.html import inference_report
     from pulse_ml.report.plots import forest_plot
 
-    out = job.output
-    out.mkdir(parents=True, exist_ok=True)
-    effects.to_csv(out / "effects.csv", index=False)
-    (out / "effects.json").write_text(json.dumps(
-        {**meta, "effects": effects.to_dict(orient="records")}, indent=2, default=str))
-    header = f"# Effects ({meta['mode']} predictions, model {meta['model']})\n\n"
-    if job.mode == "in_sample":
-        header += f"> {IN_SAMPLE_WARNING}\n\n"
-    (out / "effects.md").write_text(header + markdown_table(effects, 4) + "\n")
-    forest_plot(effects, out / "forest.png", truth or None,
-                title=f"Effects in {Path(job.data_path).name} (treatment − control)",
-                subtitle=f"model {meta['model']} (v{meta['model_version']}, "
-                         f"{meta['model_family']}), {job.mode} predictions",
-                invalid=job.mode == "in_sample")
-    feats = pd.concat([r.features for r in results], ignore_index=True)
-    feats.to_csv(out / "features.csv", index=False)
-    shifts = [r.shift for r in results if len(r.shift)]
-    shift = pd.concat(shifts, ignore_index=True) if shifts else pd.DataFrame()
-    shift.to_csv(out / "label_shift.csv", index=False)
-    pred_shift = pd.concat([r.prediction_shift for r in results
-                            if r.prediction_shift is not None], ignore_index=True)
-    pred_shift.to_csv(out / "prediction_shift.csv", index=False)
-    inference_report(out / "report.html", effects, meta, lineage or {}, out / "forest.png",
-                     feats, shift, valid=job.mode != "in_sample",
-                     invalid_reason=IN_SAMPLE_WARNING)
-    return [out / n for n in ("effects.json", "effects.csv", "effects.md", "forest.png",
-                              "features.csv", "label_shift.csv", "prediction_shift.csv",
-                              "report.html")]
+    names = ("effects.json", "effects.csv", "effects.md", "forest.png", "features.csv",
+             "label_shift.csv", "prediction_shift.csv", "report.html")
+    with staged_outputs(job.output) as out:
+        effects.to_csv(out / "effects.csv", index=False)
+        (out / "effects.json").write_text(json.dumps(
+            {**meta, "effects": effects.to_dict(orient="records")}, indent=2, default=str))
+        header = f"# Effects ({meta['mode']} predictions, model {meta['model']})\n\n"
+        if job.mode == "in_sample":
+            header += f"> {IN_SAMPLE_WARNING}\n\n"
+        (out / "effects.md").write_text(header + markdown_table(effects, 4) + "\n")
+        forest_plot(effects, out / "forest.png", truth or None,
+                    title=f"Effects in {Path(job.data_path).name} (treatment − control)",
+                    subtitle=f"model {meta['model']} (v{meta['model_version']}, "
+                             f"{meta['model_family']}), {job.mode} predictions",
+                    invalid=job.mode == "in_sample")
+        feats = pd.concat([r.features for r in results], ignore_index=True)
+        feats.to_csv(out / "features.csv", index=False)
+        shifts = [r.shift for r in results if len(r.shift)]
+        shift = pd.concat(shifts, ignore_index=True) if shifts else pd.DataFrame()
+        shift.to_csv(out / "label_shift.csv", index=False)
+        pred_shift = pd.concat([r.prediction_shift for r in results
+                                if r.prediction_shift is not None], ignore_index=True)
+        pred_shift.to_csv(out / "prediction_shift.csv", index=False)
+        inference_report(out / "report.html", effects, meta, lineage or {}, out / "forest.png",
+                         feats, shift, valid=job.mode != "in_sample",
+                         invalid_reason=IN_SAMPLE_WARNING, results_root=job.output.parent)
+    return [job.output / n for n in names]
 
 
 def log_run(job: InferJob, effects: pd.DataFrame, files: list[Path], version, meta) -> str:
@@ -180,10 +180,12 @@ def run(cfg: Node) -> pd.DataFrame:
 
 def run_settings(job: InferJob) -> pd.DataFrame:
     """Infer with typed settings (``pipeline`` calls this directly)."""
-    from pulse_ml.registry import models
+    from pulse_ml.registry import models, store
 
     models.require_store(job.model_uri)  # "no model" is said before any data is read
     raw = read_frame(job.data_path)  # bad files fail before the model loads
+    if job.log_mlflow:
+        store.connect(write=True)  # a read-only store fails now, not after the work
     ensemble, version = models.load_model(job.model_uri)
     data = honest_data(raw, job.data_path, ensemble, job.case_studies, job.only, job.mode)
     table, preds, n_oof = data.table, data.predictions, data.n_with_oof

@@ -76,9 +76,11 @@ def judge(s: JudgeSettings) -> JudgeResult:
         DataError / PulseError: unreadable table, no transcript column, no labeled session.
     """
     from pulse_ml.llm.cache import DiskCache
+    from pulse_ml.llm.client import all_failed_error
     from pulse_ml.llm.judge import judge_metrics, judge_sessions
     from pulse_ml.registry.llm_runs import config_json, llm_params, log_run
     from pulse_ml.registry.store import TRAIN_EXPERIMENT
+    from pulse_ml.report.atomic import atomic_file
     from pulse_ml.sessions.readers import read_transcript_table
 
     frame = read_transcript_table(s.data_path, need_rating=True)
@@ -88,11 +90,15 @@ def judge(s: JudgeSettings) -> JudgeResult:
     start = time.perf_counter()
     judgments, usage = judge_sessions(frame, s.judge, DiskCache(s.cache_dir) if s.cache_dir
                                       else None, progress=s.progress)
+    judged = int((judgments["error"] != "not judged (max_sessions)").sum())
+    failed = all_failed_error("pulse-ml judge", s.judge, usage, judged)
+    if failed is not None:
+        raise failed
     metrics = judge_metrics(judgments, usage, s.folds)
     metrics["wall_time_s"] = time.perf_counter() - start
-    s.output.mkdir(parents=True, exist_ok=True)
     csv_path = s.output / f"judgments_{s.judge.name}.csv"
-    judgments.to_csv(csv_path, index=False)
+    with atomic_file(csv_path) as tmp:
+        judgments.to_csv(tmp, index=False)
     run_id = log_run(
         TRAIN_EXPERIMENT, f"judge-{s.judge.name}",
         tags={"kind": "llm_judge", "judge": s.judge.name, "data_path": str(s.data_path)},

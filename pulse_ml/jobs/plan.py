@@ -16,6 +16,8 @@ Examples:
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pandas as pd
 
@@ -53,19 +55,42 @@ def run(cfg):
     if rho <= 0:
         print(f"note: honest r {rho:.3f} <= 0: PPI++ sets lambda to 0 and gains nothing; "
               "planning with r = 0.")
-    plan = labels_needed(effect, float(sd), max(rho, 0.0), n_unl, alpha, power)
-    print(f"to detect an effect of {effect:+.3f} stars (two-sided alpha {cfg.alpha}, power "
+    deff, deff_source = _design_effect(cfg)
+    plan = labels_needed(effect, float(sd), max(rho, 0.0), n_unl, alpha, power,
+                         design_effect=deff)
+    print(textwrap.fill(
+          f"to detect an effect of {effect:+.3f} stars (two-sided alpha {cfg.alpha}, power "
           f"{cfg.power}) with rating s.d. {float(sd):.3f}, honest r {float(rho):.3f} from "
-          f"{source}, and {n_unl:,} unlabeled sessions per arm:")
+          f"{source}, {n_unl:,} unlabeled sessions per arm and a users' design effect of "
+          f"{deff:.2f} ({deff_source}):", 100))
     print(f"  naive A/B test : {plan.n_naive:>7,} rated sessions per arm")
     print(f"  with PPI++     : {plan.n_ppi:>7,} rated sessions per arm")
     print(f"  saving         : {plan.saving:>7,} per arm ({plan.saving_pct:.1f}%)")
     ratio = theoretical_width_ratio(max(rho, 0.0), plan.n_ppi, n_unl)
     print(f"  (CI width ratio at that size: {float(ratio):.3f}; a better predictor, not more "
-          "unlabeled data, is what narrows it further)")
+          "unlabeled data,\n   is what narrows it further)")
     if volumes is not None:
         monitoring(volumes, effect, float(sd), max(rho, 0.0), alpha, power)
     return plan
+
+
+def _design_effect(cfg) -> tuple[float, str]:
+    """The users' design effect: given, or estimated from ``data.path`` (``estimate``)."""
+    raw = cfg.select("design_effect")
+    if str(raw).lower() != "estimate":
+        return number(cfg, "design_effect", "plan", 1, None), "given"
+    from pulse_ml.config import require_data_path
+    from pulse_ml.sessions.readers import read_frame
+    from pulse_ml.stats import design_effect
+
+    path = require_data_path(cfg, "plan")
+    frame = read_frame(path)
+    if "user_id" not in frame or "rating" not in frame:
+        raise PulseError(f"{path}: design_effect=estimate needs columns rating and user_id.")
+    rated = frame[pd.to_numeric(frame["rating"], errors="coerce").notna()]
+    est = design_effect(rated["rating"].to_numpy(float), rated["user_id"].astype(str))
+    return est.deff, (f"estimated from {est.n_labels} ratings of {est.n_users} users in "
+                      f"{path.name}: ICC {est.icc:.3f}, {est.labels_per_user:.2f} labels per user")
 
 
 def monitoring_settings(cfg) -> dict | None:

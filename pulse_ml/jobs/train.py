@@ -30,6 +30,7 @@ from pulse_ml import settings as shared
 from pulse_ml.config import Node, choice, flag, mapping, number, text, to_yaml
 from pulse_ml.errors import PulseError
 from pulse_ml.models.factory import ModelSpec, model_spec_from_mapping
+from pulse_ml.models.text_cache import cache_folder
 from pulse_ml.report.tables import text_table
 from pulse_ml.sessions.feature_sets import FeatureSet
 from pulse_ml.sessions.table import SessionTable, load_sessions
@@ -79,11 +80,36 @@ class TrainSettings:
     progress: bool
     config_yaml: str
     selection: TrainingSelection = TrainingSelection()
+    text_cache: str | None = None  # folder of text-encoder vectors (None = memory only)
+
+
+def text_cache_folder(cfg: Node) -> str | None:
+    """``text_cache``: null = ``$PULSE_TEXT_CACHE`` if set, else ``<pulse_home>/.cache/text``.
+
+    ``none`` keeps the text encoders' vectors in memory only.
+    """
+    import os
+
+    from pulse_ml.models.text_cache import CACHE_ENV
+    from pulse_ml.paths import project_root
+
+    raw = cfg.select("text_cache")
+    if raw is None:
+        env = os.environ.get(CACHE_ENV)
+        if env is not None:
+            return env or None
+        return str(project_root() / ".cache" / "text")
+    return text(cfg, "text_cache")
 
 
 def tuning_settings(cfg: Node, verb: str = "train") -> TuningSettings:
     """Typed tuning and CV settings from the composed ``tuning``/``cv`` nodes."""
     objective = choice(cfg, "objective", verb, {k: f"{v} it" for k, v in OBJECTIVES.items()})
+    if cfg.select("tuning.n_trials") in (0, "0") and not text(cfg, "tuning.storage"):
+        raise PulseError(f"pulse-ml {verb}: tuning.n_trials=0 runs no trial, and without "
+                         "tuning.storage there is no earlier study to reuse. Use "
+                         "tuning.n_trials >= 1, or tuning.storage=<the journal/database of an "
+                         "earlier study> to refit its best trial.")
     return TuningSettings(
         n_trials=number(cfg, "tuning.n_trials", verb, 0, None, integer=True),
         timeout_s=number(cfg, "tuning.timeout_s", verb, 0, None, open_interval=True,
@@ -116,7 +142,7 @@ def settings_from_config(cfg: Node, verb: str = "train",
         tuning=tuning_settings(cfg, verb), register=flag(cfg, "register", verb, True),
         auto_promote=choice(cfg, "promote", verb, PROMOTE_MODES) == "auto",
         progress=flag(cfg, "progress", verb, True), config_yaml=to_yaml(cfg),
-        selection=training_selection(cfg, verb))
+        selection=training_selection(cfg, verb), text_cache=text_cache_folder(cfg))
 
 
 def training_selection(cfg: Node, verb: str = "train") -> TrainingSelection:
@@ -222,13 +248,18 @@ def run_settings(job: TrainSettings) -> TrainResult:
     table = select_training(load_sessions(job.data_path, job.features, {}, only=[]),
                             job.selection)
     spec, tuning = job.model, job.tuning
+    if tuning.storage:  # a study database that does not answer fails before any MLflow run
+        from pulse_ml.training.storage import open_storage
+
+        open_storage(tuning.storage)
     chosen = f", {job.selection.describe()}" if job.selection.active else ""
     print(f"training {spec.name} on {int(table.labeled.sum())} labeled sessions of "
           f"{Path(table.path).name}{chosen} (features '{table.features.name}', "
           f"{tuning.n_trials if spec.search_space else 1} trial(s) x {tuning.n_splits}-fold CV, "
           f"objective {tuning.objective})")
-    result = train_family(table, spec, tuning, job.config_yaml, register=job.register,
-                          auto_promote=job.auto_promote, progress=job.progress)
+    with cache_folder(job.text_cache):  # read by the text encoders (and tuning workers)
+        result = train_family(table, spec, tuning, job.config_yaml, register=job.register,
+                              auto_promote=job.auto_promote, progress=job.progress)
     print(summary(result))
     return result
 

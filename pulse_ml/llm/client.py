@@ -67,6 +67,7 @@ class Usage:
     tokens_out: int = 0
     cost_usd: float = 0.0
     errors: dict[str, int] = field(default_factory=dict)
+    first_error: str | None = None
 
     def add(self, r: CallResult) -> None:
         """Add one result."""
@@ -80,6 +81,13 @@ class Usage:
             self.missing += 1
             kind = r.error.split(":", 1)[0]
             self.errors[kind] = self.errors.get(kind, 0) + 1
+            if self.first_error is None:
+                self.first_error = r.error
+
+    def reasons(self) -> str:
+        """Missing answers counted by reason, most frequent first (``12 x Timeout; ...``)."""
+        ranked = sorted(self.errors.items(), key=lambda kv: (-kv[1], kv[0]))
+        return "; ".join(f"{n} x {kind}" for kind, n in ranked)
 
     def postfix(self) -> dict[str, str]:
         """Short progress-bar postfix."""
@@ -257,3 +265,30 @@ def run_batch(cfg: LLMConfig, requests: Sequence[tuple[list[dict], Parser]],
     results = asyncio.run(client.call_many(requests, desc=desc, progress=progress, usage=usage,
                                            stop_after=stop_after))
     return results, usage
+
+
+def all_failed_error(what: str, cfg: LLMConfig, usage: Usage, n_prompts: int):
+    """A ``PulseError`` when every one of ``n_prompts`` prompts ended without an answer, else None.
+
+    A batch in which every call failed has nothing to report (a judge's MSE would be NaN, a
+    labeled table would have no labels): the command stops with the reasons counted instead.
+    A partial failure is not an error: the missing answers are counted and the run goes on.
+
+    Args:
+        what: The command, for the message (``judge``, ``extract labeler=local``).
+        cfg: The endpoint that was called.
+        usage: The batch totals (``Usage.errors`` counts the reasons).
+        n_prompts: Prompts in the batch.
+    """
+    from pulse_ml.errors import PulseError
+    from pulse_ml.faults import shorten
+
+    if n_prompts == 0 or usage.missing < n_prompts:
+        return None
+    where = cfg.api_base or "the provider's default endpoint"
+    key = f", the API key in ${cfg.api_key_env}" if cfg.api_key_env else ""
+    return PulseError(
+        f"{what}: all {n_prompts} LLM call(s) to {cfg.model} at {where} failed "
+        f"({usage.reasons()}), e.g. {shorten(usage.first_error or '', 160)}. Nothing was "
+        f"written or logged. Check that the server answers, the model name{key}, then run "
+        "again (answers that succeed are cached, so a rerun pays only for them).")

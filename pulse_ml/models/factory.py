@@ -111,6 +111,30 @@ def suggest(trial, space: tuple[ParamSpec, ...]) -> dict[str, Any]:
     return out
 
 
+def instantiate(node: Any) -> Any:
+    """Build objects from ``{_target_: "pkg.mod.Class", **kwargs}`` mappings (recursively).
+
+    The ``_target_`` convention of Hydra configs, without importing Hydra below the config
+    boundary; lists and plain mappings are converted to plain Python containers.
+    """
+    import importlib
+
+    if isinstance(node, Mapping):
+        args = {k: instantiate(v) for k, v in node.items() if k != "_target_"}
+        target = node.get("_target_")
+        if target is None:
+            return args
+        module, _, name = str(target).rpartition(".")
+        try:
+            factory = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError, ValueError) as exc:
+            raise ImportError(f"cannot import '{target}' ({exc})") from exc
+        return factory(**args)
+    if isinstance(node, list | tuple):
+        return [instantiate(v) for v in node]
+    return node
+
+
 def build_pipeline(
     spec: ModelSpec, features: FeatureSet, params: Mapping[str, Any] | None = None
 ) -> Pipeline:
@@ -120,18 +144,16 @@ def build_pipeline(
     parameters set after construction, e.g. ``features__text_user_text__stack_alpha`` for
     the ``stack_alpha`` setting of the text column ``user_text``.
     """
-    from hydra.utils import instantiate
-
     params = dict(params or {})
     nested = {k: v for k, v in params.items() if "__" in k}
     kwargs = {**spec.estimator, **{k: v for k, v in params.items() if "__" not in k}}
     try:
-        estimator = instantiate(kwargs, _convert_="all")
+        estimator = instantiate(kwargs)
     except Exception as exc:  # noqa: BLE001 - surface config errors to the user
         raise PulseError(
             f"model '{spec.name}': cannot build the estimator "
             f"{spec.estimator.get('_target_')}: {exc}"
-        ) from None
+        ) from exc
     steps = [("features", make_preprocessor(features))]
     if spec.scale:
         steps.append(("scale", StandardScaler(with_mean=True)))

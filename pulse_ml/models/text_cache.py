@@ -13,12 +13,13 @@ hashes) and merging; only texts not seen before reach the encoder.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import tempfile
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -161,6 +162,24 @@ def store_for(key: str, width: int, cache_dir: str | os.PathLike | None = None) 
     if ident not in _STORES:
         _STORES[ident] = VectorStore(key, width, folder)
     return _STORES[ident]
+
+
+@contextlib.contextmanager
+def cache_folder(folder: str | os.PathLike | None) -> Iterator[None]:
+    """Within the block, encoders cache on disk in ``folder`` (None = memory only).
+
+    Sets the ``PULSE_TEXT_CACHE`` environment variable (so tuning worker processes started
+    inside the block inherit it) and restores the previous value afterwards.
+    """
+    before = os.environ.get(CACHE_ENV)
+    os.environ[CACHE_ENV] = "" if folder is None else str(folder)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(CACHE_ENV, None)
+        else:
+            os.environ[CACHE_ENV] = before
 
 
 def memoize(key: Hashable, compute: Callable[[], Any]) -> Any:

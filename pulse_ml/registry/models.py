@@ -11,10 +11,22 @@ from pathlib import Path
 import pandas as pd
 
 from pulse_ml.errors import PulseError
-from pulse_ml.registry.keys import CHAMPION, INFER_EXPERIMENT, REGISTERED_MODEL
+from pulse_ml.registry.keys import CHAMPION, REGISTERED_MODEL
 
 PIP_REQUIREMENTS = ["mlflow>=3.17,<3.18", "scikit-learn>=1.9,<2", "lightgbm>=4.7,<5",
                     "pandas>=2.2", "numpy>=2.0", "joblib", "pulse-ml"]
+
+
+def pip_requirements(features) -> list[str]:
+    """The pyfunc model's pip requirements: the base ones plus its text encoders' packages.
+
+    Args:
+        features: The model's :class:`~pulse_ml.sessions.feature_sets.FeatureSet`.
+    """
+    from pulse_ml.models.text import text_requirements
+
+    return PIP_REQUIREMENTS + [r for r in text_requirements(features)
+                               if r not in PIP_REQUIREMENTS]
 
 
 def client():
@@ -59,7 +71,8 @@ def log_and_register_model(ensemble, example: pd.DataFrame, version_tags: Mappin
         info = mlflow.pyfunc.log_model(
             name="model", python_model=PulseSatisfactionModel(),
             artifacts={"ensemble": str(path), "oof_predictions": str(oof_path)},
-            signature=signature, input_example=example, pip_requirements=PIP_REQUIREMENTS,
+            signature=signature, input_example=example,
+            pip_requirements=pip_requirements(ensemble.features),
             registered_model_name=REGISTERED_MODEL if register else None)
     if not register:
         return None
@@ -71,11 +84,14 @@ def log_and_register_model(ensemble, example: pd.DataFrame, version_tags: Mappin
 
 
 def load_model(model_uri: str):
-    """Point MLflow at the store and load a registered pulse model (see :func:`load_registered`)."""
-    from pulse_ml.registry.store import setup
+    """Point MLflow at the store and load a registered pulse model (see :func:`load_registered`).
+
+    Only reads the store: a read-only store serves models too.
+    """
+    from pulse_ml.registry.store import connect
 
     require_store(model_uri)
-    setup(INFER_EXPERIMENT)
+    connect(write=False)
     return load_registered(model_uri)
 
 
@@ -106,8 +122,11 @@ def load_registered(model_uri: str):
 
     try:
         model = mlflow.pyfunc.load_model(model_uri)
-    except MlflowException as exc:
-        msg = str(exc).splitlines()[0]
+    except (MlflowException, OSError) as exc:
+        missing = _missing_files(model_uri, exc)
+        if missing is not None:
+            raise PulseError(missing) from None
+        msg = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise PulseError(f"cannot load model '{model_uri}': {msg}. Train and register one with "
                          "`pulse-ml train` (or `pulse-ml pipeline`), or pass model_uri=... "
                          "(e.g. models:/pulse-satisfaction/1).") from None
@@ -122,6 +141,28 @@ def load_registered(model_uri: str):
     if model_uri.startswith("models:/"):
         version = _version_of(model_uri)
     return ensemble, version
+
+
+def _missing_files(model_uri: str, exc: BaseException) -> str | None:
+    """The message for a registered model whose artifact files are gone, else None."""
+    from mlflow.exceptions import MlflowException
+
+    text = str(exc)
+    if not (isinstance(exc, FileNotFoundError) or "No such artifact" in text
+            or "No such file or directory" in text):
+        return None
+    source = ""
+    if model_uri.startswith("models:/"):
+        try:
+            version = _version_of(model_uri)
+        except MlflowException:
+            return None  # no such model or alias: the generic message says so
+        if version is None:
+            return None
+        source = f" (version {version.version}, files expected at {version.source})"
+    return (f"model '{model_uri}'{source} is registered, but its files are missing: the "
+            "artifact folder was deleted or moved. Restore the store's artifacts folder from a "
+            "backup, or retrain and register a new version with `pulse-ml train`.")
 
 
 def _version_of(model_uri: str):

@@ -20,7 +20,8 @@ def family_run(family: str, feature_set: str, fingerprint: str, objective: str,
                study_name: str) -> Iterator[str]:
     """A parent run in ``pulse-train`` for one family; yields its run id.
 
-    The run ends FINISHED, or FAILED with an ``error`` tag when the body raises. Errors that
+    The run ends FINISHED, or FAILED with an ``error`` tag when the body raises (KILLED when
+    interrupted by Ctrl-C or SIGTERM). Errors that
     are not a :class:`PulseError` become one that names the run (the cause chain is kept, so
     ``PULSE_DEBUG=1`` shows the original traceback).
     """
@@ -36,9 +37,10 @@ def family_run(family: str, feature_set: str, fingerprint: str, objective: str,
         yield run.info.run_id
         mlflow.end_run("FINISHED")
     except BaseException as exc:
-        mlflow.set_tag("error", str(exc)[:500])
-        mlflow.end_run("FAILED")
-        if isinstance(exc, PulseError | KeyboardInterrupt):
+        interrupted = isinstance(exc, KeyboardInterrupt)  # Ctrl-C or SIGTERM (signals.py)
+        mlflow.set_tag("error", str(exc)[:500] or type(exc).__name__)
+        mlflow.end_run("KILLED" if interrupted else "FAILED")
+        if isinstance(exc, PulseError) or interrupted:
             raise
         first = str(exc).splitlines()[0] if str(exc) else ""
         raise PulseError(f"training model '{family}' failed: {type(exc).__name__}: {first}\n"

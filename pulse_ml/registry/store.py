@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from pulse_ml.errors import PulseError
 from pulse_ml.paths import project_root
+from pulse_ml.registry import guard
 from pulse_ml.registry.keys import (  # noqa: F401 - re-exported for the jobs
     CHAMPION,
     INFER_EXPERIMENT,
@@ -20,51 +22,74 @@ def tracking_uri() -> str:
     env = os.environ.get("MLFLOW_TRACKING_URI")
     if env:
         return env
-    store = project_root() / "mlruns"
-    store.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{store / 'mlflow.db'}"
+    return f"sqlite:///{project_root() / 'mlruns' / 'mlflow.db'}"
 
 
 def artifact_root() -> str:
-    """Return where new experiments put their artifacts (``file://<root>/mlruns/artifacts``)."""
+    """Return where new experiments put their artifacts.
+
+    ``PULSE_ARTIFACT_ROOT`` wins; a local SQLite store keeps them beside its database
+    (``<db folder>/artifacts``, so a store is one folder to copy or delete); otherwise
+    ``<root>/mlruns/artifacts``.
+    """
     env = os.environ.get("PULSE_ARTIFACT_ROOT")
     if env:
         return env
+    db = guard.sqlite_file(tracking_uri())
+    if db is not None:
+        return (db.expanduser().resolve().parent / "artifacts").as_uri()
     return (project_root() / "mlruns" / "artifacts").as_uri()
 
 
-# A tracking server that stops answering must fail a command in seconds, not after MLflow's
-# default 7 retries with exponential back-off (minutes): defaults, the user's env wins.
-HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
-                 "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
-                 "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
+_CONNECTED: dict[tuple[str, bool], guard.StoreCheck] = {}
 
 
-def check_server(uri: str, timeout: float = 5.0) -> None:
-    """Fail at once, naming ``uri``, when an ``http(s)://`` tracking server does not answer.
+def connect(write: bool = True) -> guard.StoreCheck:
+    """Check the tracking store (see :mod:`pulse_ml.registry.guard`) and point MLflow at it.
+
+    Runs the checks and MLflow's store initialization once per URI and process.
+
+    Args:
+        write: The command will write runs, models or aliases (a read-only store is refused).
+
+    Returns:
+        The :class:`~pulse_ml.registry.guard.StoreCheck` of the store.
 
     Raises:
-        PulseError: the server's ``/health`` endpoint is unreachable or not healthy.
+        PulseError: a foreign, damaged or read-only store, a missing folder, a dead server, or
+            a store MLflow cannot open (e.g. an old schema).
     """
-    import urllib.error
-    import urllib.request
+    import logging
 
-    from pulse_ml.errors import PulseError
+    import mlflow
+    from mlflow.exceptions import MlflowException
 
-    for key, value in HTTP_DEFAULTS.items():
-        os.environ.setdefault(key, value)
+    if not os.environ.get("PULSE_VERBOSE"):  # our errors are one line; MLflow's are tracebacks
+        logging.getLogger("mlflow").setLevel(logging.CRITICAL)
+    uri = tracking_uri()
+    mlflow.set_tracking_uri(uri)
+    mlflow.set_registry_uri(uri)
+    key = (uri, write)
+    if key in _CONNECTED:
+        return _CONNECTED[key]
+    check = guard.check_store(uri, explicit=bool(os.environ.get("MLFLOW_TRACKING_URI")),
+                              write=write)
+
+    def touch() -> None:  # building the client opens the store (and creates a fresh schema)
+        client = mlflow.MlflowClient()
+        client.search_experiments(max_results=1)
+        client.search_registered_models(max_results=1)
+
     try:
-        with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout) as resp:
-            if resp.status == 200:
-                return
-            reason = f"HTTP {resp.status}"
-    except urllib.error.HTTPError as exc:
-        reason = f"HTTP {exc.code}"
-    except (OSError, ValueError) as exc:
-        reason = str(getattr(exc, "reason", exc))
-    raise PulseError(f"cannot reach the MLflow tracking server at {uri} ({reason}): check that "
-                     "`mlflow server` runs there and is reachable from this machine, or fix "
-                     "MLFLOW_TRACKING_URI (unset it to use the local store).")
+        guard.initialize(check, touch)
+    except MlflowException as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise PulseError(f"MLflow store {guard.redact(uri)} cannot be opened: "
+                         f"{first[:300]}") from exc
+    _CONNECTED[key] = check
+    if write:
+        _CONNECTED[(uri, False)] = check
+    return check
 
 
 def setup(experiment: str) -> str:
@@ -76,26 +101,31 @@ def setup(experiment: str) -> str:
     Returns:
         The experiment id.
     """
-    import logging
-
     import mlflow
+    from mlflow.exceptions import MlflowException
 
-    if not os.environ.get("PULSE_VERBOSE"):
-        logging.getLogger("mlflow").setLevel(logging.ERROR)
-
-    uri = tracking_uri()
-    if uri.startswith(("http://", "https://")):
-        check_server(uri)
-    mlflow.set_tracking_uri(uri)
-    mlflow.set_registry_uri(uri)
+    check = connect(write=True)
     client = mlflow.MlflowClient()
-    exp = client.get_experiment_by_name(experiment)
-    if exp is None:
-        remote = uri.startswith(("http://", "https://", "databricks"))
-        location = None if remote else artifact_root()
-        exp_id = client.create_experiment(experiment, artifact_location=location)
-    else:
-        exp_id = exp.experiment_id
+
+    def existing() -> str | None:
+        exp = client.get_experiment_by_name(experiment)
+        return None if exp is None else exp.experiment_id
+
+    def create() -> str:
+        found = existing()
+        if found is not None:
+            return found
+        location = None if check.kind == "http" or check.uri.startswith("databricks") \
+            else artifact_root()
+        try:
+            return client.create_experiment(experiment, artifact_location=location)
+        except MlflowException:
+            found = existing()  # another process created it meanwhile
+            if found is None:
+                raise
+            return found
+
+    exp_id = guard.retry_locked(existing) or guard.locked(check, create)
     mlflow.set_experiment(experiment_id=exp_id)
     return exp_id
 

@@ -86,15 +86,15 @@ def _image(path: Path | None) -> str | None:
     return base64.b64encode(path.read_bytes()).decode("ascii")
 
 
-def _sibling_sections(output: Path) -> list[dict]:
-    """Audit and monitor results written next to this inference, when they exist."""
+def _sibling_sections(root: Path) -> list[dict]:
+    """Audit and monitor results beside this inference (``root/audit``, ``root/monitor``)."""
     sections = []
-    for path in sorted(output.parent.glob("audit/audit_*.json")):
+    for path in sorted(root.glob("audit/audit_*.json")):
         data = json.loads(path.read_text())
         keep = {k: v for k, v in data.items() if not isinstance(v, dict | list)}
         sections.append({"title": f"Audit: {data.get('case_study', path.stem)}",
                          "note": str(path), "table": html_table(pd.DataFrame([keep]))})
-    monitor = output.parent / "monitor" / "monitor.csv"
+    monitor = root / "monitor" / "monitor.csv"
     if monitor.is_file():
         frame = pd.read_csv(monitor)
         last = frame.sort_values("look").groupby(["case_study", "estimator"]).tail(1)
@@ -107,7 +107,7 @@ def inference_report(path: Path, effects: pd.DataFrame, meta: Mapping[str, objec
                      lineage: Mapping[str, object], forest: Path | None = None,
                      features: pd.DataFrame | None = None, shift: pd.DataFrame | None = None,
                      warnings: Sequence[str] = (), valid: bool = True,
-                     invalid_reason: str = "") -> Path:
+                     invalid_reason: str = "", results_root: Path | None = None) -> Path:
     """Write ``report.html`` for one inference and return its path.
 
     Args:
@@ -121,6 +121,8 @@ def inference_report(path: Path, effects: pd.DataFrame, meta: Mapping[str, objec
         warnings: Warnings to show at the top.
         valid: False for in-sample predictions (the page says so at the top).
         invalid_reason: The sentence that says why the intervals are not valid.
+        results_root: Folder holding ``audit/`` and ``monitor/`` results to include (default:
+            the folder above the page's).
     """
     from jinja2 import Environment
 
@@ -139,7 +141,7 @@ def inference_report(path: Path, effects: pd.DataFrame, meta: Mapping[str, objec
                          "note": "PPI assumes labeled sessions are like unlabeled ones; "
                                  "|rank-biserial| ≥ 0.3 is flagged.",
                          "table": html_table(shift)})
-    sections += _sibling_sections(path.parent)
+    sections += _sibling_sections(results_root or path.parent.parent)
     env = Environment(autoescape=True)
     page = env.from_string(_TEMPLATE).render(
         title=f"Effects of {len(effects['case_study'].unique())} design change(s)",

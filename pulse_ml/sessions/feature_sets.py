@@ -23,12 +23,32 @@ class FeatureSpec:
         values: Allowed values of a categorical column (empty = any string).
         options: Settings of a ``text`` column (encoders, stack_alpha, ..., search_space);
             see :func:`pulse_ml.models.text.text_options`.
+        aliases: ``(alias, value)`` pairs: other spellings of an allowed value that the table
+            may use (e.g. the paper's prompt's ``Fix Failing Continuous Integration`` for
+            ``fix_failing_ci``). Values and aliases match ignoring case, spaces, ``-`` and
+            ``_`` (see :func:`category_key`); the table gets the canonical value.
     """
 
     name: str
     kind: str
     values: tuple[str, ...] = ()
     options: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    aliases: tuple[tuple[str, str], ...] = ()
+
+    def canonical(self) -> dict[str, str]:
+        """:func:`category_key` of every allowed value and alias -> the allowed value."""
+        lookup = {category_key(v): v for v in self.values}
+        for alias, value in getattr(self, "aliases", ()):  # models pickled before aliases
+            lookup.setdefault(category_key(alias), value)
+        return lookup
+
+
+def category_key(value: str) -> str:
+    """The matching key of a category: lower case without spaces, ``-`` or ``_``.
+
+    ``Fix Bugs``, ``fix-bugs`` and ``FIX_BUGS`` all give ``fixbugs``.
+    """
+    return "".join(ch for ch in str(value).casefold() if not (ch.isspace() or ch in "-_"))
 
 
 @dataclass(frozen=True)
@@ -84,6 +104,25 @@ def feature_set_from_mapping(node: Mapping, default_name: str = "custom") -> Fea
             if values:
                 raise PulseError(f"feature set '{name}', column '{col}': a text column takes no "
                                  "`values`; remove them or use kind: categorical.")
-            options = text_options(str(col), {k: v for k, v in spec.items() if k != "values"})
-        specs.append(FeatureSpec(name=str(col), kind=kind, values=values, options=options))
+            options = text_options(str(col), {k: v for k, v in spec.items()
+                                              if k not in ("values", "aliases")})
+        aliases = _aliases(name, str(col), values, spec.get("aliases") or {})
+        specs.append(FeatureSpec(name=str(col), kind=kind, values=values, options=options,
+                                 aliases=aliases))
     return FeatureSet(name=name, columns=tuple(specs))
+
+
+def _aliases(set_name: str, col: str, values: tuple[str, ...],
+             raw: Mapping) -> tuple[tuple[str, str], ...]:
+    """Check ``aliases: {alias: value}`` of one column: every target is an allowed value."""
+    if not isinstance(raw, Mapping):
+        raise PulseError(f"feature set '{set_name}', column '{col}': aliases must be a mapping "
+                         "`{alias: allowed value}`.")
+    out = []
+    for alias, value in raw.items():
+        if str(value) not in values:
+            raise PulseError(f"feature set '{set_name}', column '{col}': alias '{alias}' points "
+                             f"to '{value}', which is not one of its values "
+                             f"({', '.join(values) or 'none declared'}).")
+        out.append((str(alias), str(value)))
+    return tuple(out)

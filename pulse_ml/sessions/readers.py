@@ -7,7 +7,7 @@ for the LLM jobs, and the simulator's ground truth.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -20,13 +20,24 @@ PARQUET = (".parquet", ".pq")
 CSV = (".csv",)
 READERS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl",
            ".ndjson": "jsonl"}
+# Columns always read from CSV as strings: ids and the usual text columns (a text "5" must not
+# arrive as a number). Feature sets with other text columns pass them as ``text_columns``.
+CSV_STRINGS = ("session_id", "user_id", "case_study", "condition", "user_text", "bot_text",
+               "transcript")
 
 
-def read_frame(path: str | Path) -> pd.DataFrame:
+def csv_dtypes(text_columns: Iterable[str] = ()) -> dict[str, type]:
+    """``dtype=`` of ``pd.read_csv``: ids, the usual text columns and ``text_columns`` as str."""
+    return dict.fromkeys((*CSV_STRINGS, *text_columns), str)
+
+
+def read_frame(path: str | Path, text_columns: Iterable[str] = ()) -> pd.DataFrame:
     """Read a table file into a DataFrame.
 
     Args:
         path: A ``.parquet``, ``.csv`` or ``.jsonl`` file.
+        text_columns: More columns to read from CSV as strings (a feature set's ``text``
+            columns); ``user_text``, ``bot_text`` and ``transcript`` always are.
 
     Returns:
         The raw frame (no validation beyond "it is a non-empty table").
@@ -50,9 +61,7 @@ def read_frame(path: str | Path) -> pd.DataFrame:
         if kind == "parquet":
             frame = pd.read_parquet(path)
         elif kind == "csv":
-            frame = pd.read_csv(path, dtype={"session_id": str, "user_id": str,
-                                             "case_study": str, "condition": str},
-                                keep_default_na=True)
+            frame = pd.read_csv(path, dtype=csv_dtypes(text_columns), keep_default_na=True)
         else:
             frame = pd.read_json(path, lines=True, dtype={"session_id": str, "user_id": str})
     except Exception as exc:  # noqa: BLE001 - any parser failure is the user's file
@@ -62,6 +71,30 @@ def read_frame(path: str | Path) -> pd.DataFrame:
     if frame.shape[0] == 0:
         raise DataError(str(path), ["the table has no rows. Expected one row per session."])
     return frame
+
+
+def with_text_columns(frame: pd.DataFrame, path: str | Path,
+                      text_columns: Iterable[str]) -> pd.DataFrame:
+    """Re-read from a CSV file the text columns that pandas parsed as numbers.
+
+    A job that reads the table before it knows the model's feature set gets ``user_text`` ...
+    as strings already; a model with other text columns calls this once it knows them.
+
+    Args:
+        frame: The table as read by :func:`read_frame` from ``path``.
+        path: Its file.
+        text_columns: The model's ``text`` columns.
+
+    Returns:
+        ``frame`` (a copy when a column was re-read as strings).
+    """
+    path = Path(path)
+    redo = [c for c in text_columns if c in frame.columns
+            and not (frame[c].dtype == object or pd.api.types.is_string_dtype(frame[c].dtype))]
+    if not redo or READERS.get(path.suffix.lower()) != "csv" or not path.is_file():
+        return frame
+    text = pd.read_csv(path, usecols=redo, dtype=dict.fromkeys(redo, str))
+    return frame.assign(**{c: text[c].to_numpy() for c in redo})
 
 
 def load_ground_truth(data_path: str) -> dict[str, float]:
@@ -108,21 +141,25 @@ def count_rows(path: Path) -> int | None:
     return None
 
 
-def iter_chunks(path: Path, columns: list[str], chunk_size: int) -> Iterator[pd.DataFrame]:
+def iter_chunks(path: Path, columns: list[str], chunk_size: int,
+                text_columns: Iterable[str] = ()) -> Iterator[pd.DataFrame]:
     """Yield the chosen columns of the file in chunks of at most ``chunk_size`` rows.
+
+    CSV text columns (``user_text`` ... and ``text_columns``) are read as strings.
 
     Raises:
         DataError: when the file cannot be parsed (truncated Parquet, malformed CSV line).
     """
     try:
-        yield from _read_chunks(path, columns, chunk_size)
+        yield from _read_chunks(path, columns, chunk_size, tuple(text_columns))
     except (pa.ArrowException, pd.errors.ParserError, UnicodeDecodeError, OSError) as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DataError(str(path), [f"cannot be read: {reason[:200]}. Is the file complete and "
                                     "well-formed?"]) from None
 
 
-def _read_chunks(path: Path, columns: list[str], chunk_size: int) -> Iterator[pd.DataFrame]:
+def _read_chunks(path: Path, columns: list[str], chunk_size: int,
+                 text_columns: tuple[str, ...] = ()) -> Iterator[pd.DataFrame]:
     if path.suffix.lower() in PARQUET:
         pf = pq.ParquetFile(path)
         try:
@@ -131,8 +168,8 @@ def _read_chunks(path: Path, columns: list[str], chunk_size: int) -> Iterator[pd
         finally:
             pf.close()
         return
-    with pd.read_csv(path, usecols=columns, chunksize=chunk_size,
-                     dtype={"session_id": str}) as reader:
+    dtypes = {k: v for k, v in csv_dtypes(text_columns).items() if k in columns}
+    with pd.read_csv(path, usecols=columns, chunksize=chunk_size, dtype=dtypes) as reader:
         yield from reader
 
 

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from pulse_ml.errors import DataError, PulseError
+from pulse_ml.faults import ECHO_LIMIT, shorten
 from pulse_ml.sessions.case_studies import (  # noqa: F401 - MIN_LABELED_PER_ARM re-exported
     MIN_LABELED_PER_ARM,
     CaseStudy,
@@ -44,15 +45,17 @@ def _where(frame: pd.DataFrame, mask: np.ndarray | pd.Series, first_row: int = 0
         sid = frame["session_id"].iloc[i] if "session_id" in frame else None
         part = f"row {first_row + i + 1}"
         if sid is not None and not pd.isna(sid):
-            part += f" (session_id={sid})"
+            part += f" (session_id={shorten(sid)})"
         parts.append(part)
     more = f" and {len(idx) - _SHOW} more" if len(idx) > _SHOW else ""
     return f"{len(idx)} row(s): {', '.join(parts)}{more}"
 
 
 def _bad_values(series: pd.Series, mask: np.ndarray | pd.Series) -> str:
+    """The first distinct offending values, each cut to ~80 characters."""
     vals = pd.unique(series[np.asarray(mask)].astype(str))[:_SHOW]
-    return ", ".join(repr(v) for v in vals)
+    return ", ".join(repr(v) if len(v) <= ECHO_LIMIT else f"{v[:ECHO_LIMIT - 1]!r}… "
+                     f"({len(v)} characters)" for v in vals)
 
 
 def _check_columns(frame: pd.DataFrame, features: FeatureSet) -> list[str]:
@@ -62,8 +65,8 @@ def _check_columns(frame: pd.DataFrame, features: FeatureSet) -> list[str]:
         if col in frame.columns:
             continue
         close = difflib.get_close_matches(col, present, n=1, cutoff=0.6)
-        hint = (f" A column '{close[0]}' exists: rename it to '{col}'." if close else
-                f" Add it (columns found: {', '.join(present[:12])}"
+        hint = (f" A column '{shorten(close[0])}' exists: rename it to '{col}'." if close else
+                f" Add it (columns found: {', '.join(shorten(c, 40) for c in present[:12])}"
                 f"{' …' if len(present) > 12 else ''}).")
         what = "required column" if col in REQUIRED else f"feature column of set '{features.name}'"
         problems.append(f"column '{col}': missing ({what}).{hint}")
@@ -91,10 +94,39 @@ def _check_rating(frame: pd.DataFrame, problems: list[str]) -> pd.Series:
     return rating
 
 
+def _check_text(frame: pd.DataFrame, col: str, problems: list[str], notes: list[str] | None,
+                first_row: int = 0) -> pd.Series:
+    """A ``text`` feature: strings pass, missing = empty text (a note), other values refused."""
+    from pulse_ml.models.text import check_text_column  # scikit-learn only when text is used
+
+    raw = frame[col].reset_index(drop=True)
+    try:
+        check = check_text_column(raw, col)
+    except PulseError:
+        missing = raw.isna().to_numpy(dtype=bool)
+        bad = ~missing & ~raw.map(lambda v: isinstance(v, str)).to_numpy(dtype=bool)
+        types = ", ".join(sorted({type(v).__name__ for v in raw[bad].iloc[:50]}))
+        problems.append(f"column '{col}': values that are not text ({types}: "
+                        f"{_bad_values(raw, bad)}) in {_where(frame, bad, first_row)}. A text "
+                        "feature holds the session's messages as strings (missing = empty "
+                        "text): write the text itself, or give the column another kind in the "
+                        "feature set.")
+        return raw.where(~missing, "").astype(str)
+    if check.note and notes is not None:
+        notes.append(check.note)
+    return check.texts
+
+
 def _check_feature(frame: pd.DataFrame, spec, problems: list[str],
-                   first_row: int = 0) -> pd.Series:
-    """Check one feature column by its kind, append problems, return the typed column."""
+                   first_row: int = 0, notes: list[str] | None = None) -> pd.Series:
+    """Check one feature column by its kind, append problems, return the typed column.
+
+    A ``text`` column's missing values are not a problem: they count as empty text and a
+    sentence saying how many is appended to ``notes``.
+    """
     col, kind = spec.name, spec.kind
+    if kind == "text":
+        return _check_text(frame, col, problems, notes, first_row)
     raw = frame[col]
     missing = raw.isna()
 
@@ -108,14 +140,29 @@ def _check_feature(frame: pd.DataFrame, spec, problems: list[str],
     if kind == "categorical":
         values = raw.astype("string")
         if spec.values:
-            unknown = ~missing & ~values.isin(spec.values).fillna(False).to_numpy()
+            # Case, spaces, '-' and '_' do not matter, and declared aliases count: the table
+            # gets the canonical value ('Fix Bugs' -> fix_bugs).
+            keys = values.str.casefold().str.replace(r"[\s_\-]+", "", regex=True)
+            canonical = keys.map(spec.canonical())
+            unknown = (~missing & canonical.isna()).to_numpy()
             if unknown.any():
+                aliases = getattr(spec, "aliases", ())
+                extra = (f" (also their aliases, e.g. '{aliases[0][0]}')" if aliases else "")
                 problems.append(f"column '{col}': unknown category value(s) "
                                 f"{_bad_values(raw, unknown)} in {where(unknown)}. "
-                                f"Allowed: {', '.join(spec.values)}.")
+                                f"Allowed: {', '.join(spec.values)}{extra}; case, spaces, "
+                                "'-' and '_' do not matter.")
+            values = canonical.where(canonical.notna(), values)
         return values.fillna("").astype(str)
     num = _numeric(frame, col, problems, first_row)
     ok = num.notna()
+    if kind in ("flag", "count"):
+        inf = ok & ~np.isfinite(num)
+        if inf.any():
+            problems.append(f"column '{col}': infinite values in {where(inf)}. A {kind} "
+                            f"needs {'0 or 1' if kind == 'flag' else 'integers >= 0'}.")
+            ok = ok & ~inf
+            num = num.where(~inf, np.nan)
     if kind == "flag":
         bad = ok & ~num.isin([0.0, 1.0])
         if bad.any():
@@ -385,11 +432,16 @@ def validate_frame(
         neg = n_r.notna() & (n_r < 0)
         if neg.any():
             problems.append(f"column 'n_ratings': negative values in {_where(frame, neg)}.")
-        out["n_ratings"] = n_r.fillna(0).clip(lower=0).astype("int64")
+        inf = n_r.notna() & ~np.isfinite(n_r)
+        if inf.any():
+            problems.append(f"column 'n_ratings': infinite values in {_where(frame, inf)}. "
+                            "Use the number of segment ratings (an integer >= 0).")
+        out["n_ratings"] = n_r.where(~inf, 0).fillna(0).clip(lower=0).astype("int64")
     else:
         out["n_ratings"] = out["rating"].notna().astype("int64")
+    text_notes: list[str] = []
     for spec in features.columns:
-        out[spec.name] = _check_feature(frame, spec, problems)
+        out[spec.name] = _check_feature(frame, spec, problems, notes=text_notes)
     if TIME_COLUMN in frame.columns:
         out[TIME_COLUMN] = _check_started_at(frame, problems)
     for col in frame.columns:
@@ -397,6 +449,7 @@ def validate_frame(
             out[col] = frame[col].to_numpy()
 
     studies, notes = check_case_studies(out, configured or {}, only, problems)
+    notes = text_notes + list(notes)
     if "user_id" not in frame.columns and studies:
         notes.append("no user_id column: every session counts as its own user (sessions of one "
                      "user are correlated; add user_id for cluster-robust intervals).")
@@ -417,8 +470,11 @@ def load_sessions(
     configured: Mapping[str, CaseStudy] | None = None,
     only: Iterable[str] | None = None,
 ) -> SessionTable:
-    """Read and validate a session table (see :func:`validate_frame`)."""
-    frame = read_frame(path)
+    """Read and validate a session table (see :func:`validate_frame`).
+
+    The feature set's ``text`` columns are read from CSV as strings.
+    """
+    frame = read_frame(path, features.of_kind("text"))
     return validate_frame(frame, str(Path(path)), features, configured, only)
 
 
@@ -439,10 +495,14 @@ def missing_columns_error(path: str | Path, present: Iterable[str], needed: Iter
 
 
 def validate_chunk(chunk: pd.DataFrame, features: FeatureSet, path: str | Path,
-                   first_row: int, chunk_no: int) -> None:
+                   first_row: int, chunk_no: int) -> pd.DataFrame:
     """Check one chunk of a streamed table (ids and the model's feature columns).
 
     The same column rules as :func:`validate_frame`, with file row numbers.
+
+    Returns:
+        The chunk with categorical values spelled canonically (``Fix Bugs`` -> ``fix_bugs``),
+        as the model was trained on them.
 
     Args:
         chunk: The rows read from the file.
@@ -460,10 +520,14 @@ def validate_chunk(chunk: pd.DataFrame, features: FeatureSet, path: str | Path,
     if empty.any():
         problems.append(f"column 'session_id': empty values in "
                         f"{_where(chunk, empty, first_row)}. Every session needs an id.")
+    canonical = {}
     for spec in features.columns:
-        _check_feature(chunk, spec, problems, first_row)
+        typed = _check_feature(chunk, spec, problems, first_row)
+        if spec.kind == "categorical" and spec.values:
+            canonical[spec.name] = typed.to_numpy()
     if problems:
         last = first_row + len(chunk)
         problems.append(f"(found in chunk {chunk_no}, rows {first_row + 1}-{last}; nothing was "
                         "written. Fix the rows and run again.)")
         raise DataError(str(path), problems)
+    return chunk.assign(**canonical) if canonical else chunk

@@ -68,6 +68,8 @@ def settings_from_config(cfg: Node) -> SimulateSettings:
         mc_sessions=number(cfg, "mc_sessions", v, 1, None, integer=True),
         days=number(cfg, "days", v, 1, None, integer=True) if "days" in cfg else 21,
         start_date=_start_date(cfg),
+        text_signal=(number(cfg, "text_signal", v, 0, None)
+                     if cfg.select("text_signal") is not None else 0.5),
     )
 
 
@@ -101,13 +103,17 @@ def write_demo(settings: SimulateSettings, out: Path, events: bool = False,
                          f"Pass a writable path, e.g. out=/tmp/demo.") from None
     figures = calibration_figures(result.sessions)
     ref = reference()
+    from pulse_ml.report.atomic import staged_outputs
+
     paths = {"sessions": out / "sessions.parquet", "ground_truth": out / "ground_truth.json",
              "ratings": out / "ratings.csv"}
-    result.sessions.to_parquet(paths["sessions"], index=False)
-    result.segment_ratings.to_csv(paths["ratings"], index=False)
     truth = asdict(result.ground_truth)
     truth.update(seed=settings.seed, settings=asdict(settings), data=figures, paper=ref)
-    paths["ground_truth"].write_text(json.dumps(truth, indent=2) + "\n", encoding="utf-8")
+    with staged_outputs(out) as stage:  # the three files appear together, complete, or not
+        result.sessions.to_parquet(stage / paths["sessions"].name, index=False)
+        result.segment_ratings.to_csv(stage / paths["ratings"].name, index=False)
+        (stage / paths["ground_truth"].name).write_text(json.dumps(truth, indent=2) + "\n",
+                                                        encoding="utf-8")
     n_events = 0
     if events:
         n_events = write_events(result.sessions, out / "events", settings.seed, events_limit)
@@ -122,5 +128,11 @@ def ensure_demo_data(path: str | Path, allowed: bool) -> None:
         return
     from pulse_ml.config import compose
 
-    print(f"{path} does not exist: creating the demo data (pulse-ml simulate out={path.parent})")
-    write_demo(settings_from_config(compose("simulate", [f"out={path.parent}"])), path.parent)
+    print(f"no demo data yet: simulating it into {path.parent} (`pulse-ml simulate` prints the "
+          "full calibration table)")
+    result, figures, ref, _, _ = write_demo(
+        settings_from_config(compose("simulate", [f"out={path.parent}"])), path.parent)
+    labeled = result.sessions["rating"].notna()
+    print(f"  {len(result.sessions):,} sessions, {int(labeled.sum()):,} rated, mean rating "
+          f"{result.sessions.loc[labeled, 'rating'].mean():.2f} (paper 4.07), Bayes-optimal "
+          f"rho {result.ground_truth.bayes_rho:.2f}")

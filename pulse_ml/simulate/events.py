@@ -112,7 +112,8 @@ def session_events(row: dict, variant: int, start: np.datetime64) -> str:
 
     Args:
         row: One session-table row (needs ``user_message_count``, ``user_sentiment``,
-            ``task_category`` and the five git flags).
+            ``task_category`` and the five git flags; with ``user_text`` its lines are the
+            user messages).
         variant: Integer picking the repository, branch and message templates.
         start: Timestamp of the first event.
 
@@ -132,10 +133,16 @@ def session_events(row: dict, variant: int, start: np.datetime64) -> str:
     n_events = n_msgs * 5 + 2 * sum(len(v) for v in git_by_segment.values())
     stamps = (start + np.arange(n_events) * np.timedelta64(7, "s")).astype(str)
     follow = _FOLLOW_UPS[row["user_sentiment"]]
+    written = row.get("user_text")
+    lines = written.split("\n") if isinstance(written, str) and written else []
     out: list[str] = []
     i = 0
     for seg in range(n_msgs):
-        text = _TASKS[row["task_category"]] if seg == 0 else follow[(variant + seg) % len(follow)]
+        if seg < len(lines):  # the table's templated user text, message by message
+            text = lines[seg]
+        else:
+            text = (_TASKS[row["task_category"]] if seg == 0
+                    else follow[(variant + seg) % len(follow)])
         out.append(_user(i, stamps[i], _q(text)))
         i += 1
         work = _WORK[(variant + seg) % len(_WORK)].format(repo=repo)
@@ -174,6 +181,7 @@ def write_events(sessions: pd.DataFrame, directory: Path, seed: int,
               + rng.integers(0, 90 * 24 * 3600, size=len(rows)) * np.timedelta64(1, "s"))
     columns = ["session_id", "user_message_count", "user_sentiment", "task_category",
                "git_commit", "git_push", "git_pull", "git_reset", "git_rebase"]
+    columns += [c for c in ("user_text",) if c in rows.columns]
     records = rows[columns].to_dict("records")
     for record, variant, start in zip(records, variants, starts, strict=True):
         text = session_events(record, int(variant), start)

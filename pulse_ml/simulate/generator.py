@@ -27,12 +27,14 @@ from scipy.optimize import brentq
 from pulse_ml.errors import PulseError
 from pulse_ml.simulate import model
 from pulse_ml.simulate.paper import FLAG_COLUMNS, GIT_COLUMNS, REFERENCE, paper_shifts
+from pulse_ml.simulate.text import user_texts
 
 FEATURE_COLUMNS: tuple[str, ...] = (
     ("user_sentiment", "user_message_count", "task_category") + FLAG_COLUMNS + GIT_COLUMNS
 )
 ID_COLUMNS: tuple[str, ...] = ("session_id", "user_id", "case_study", "condition", "rating",
                                "n_ratings", "started_at")
+TEXT_COLUMN = "user_text"  # templated user messages (synthetic signal, see simulate/text.py)
 MAX_SEGMENTS = 3
 
 
@@ -74,6 +76,7 @@ class SimulateSettings:
     mc_sessions: int = 400_000
     days: int = 21
     start_date: str = "2025-06-02"
+    text_signal: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,9 @@ def validate(settings: SimulateSettings) -> None:
         problems.append(f"n_labeled={s.n_labeled} < {need} = 2 arms x {len(s.case_studies)} case "
                         f"studies x labeled_per_arm={s.labeled_per_arm}: raise n_labeled or lower "
                         f"labeled_per_arm")
+    if s.text_signal < 0:
+        problems.append(f"text_signal={s.text_signal}: must be >= 0 (0 = the user text is "
+                        "pure noise)")
     if s.days < 1:
         problems.append(f"days={s.days}: must be >= 1 (the length of the simulated tests)")
     try:
@@ -294,6 +300,9 @@ def _population(settings: SimulateSettings, seeds: list[np.random.SeedSequence],
     n_ratings = np.minimum(1 + rating_rng.binomial(MAX_SEGMENTS - 1, p_more), msgs)
     latent = (cols["mu"][idx] + user_effect[user[idx]]
               + rating_rng.normal(0.0, model.SIGMA_SESSION, len(idx)))[:, None]
+    cols["user_effect"] = user_effect[user]
+    cols["session_latent"] = np.full(n, np.nan)  # what a labeled session's stars come from
+    cols["session_latent"][idx] = latent[:, 0]
     latent = latent + rating_rng.normal(0.0, model.SIGMA_SEGMENT, (len(idx), MAX_SEGMENTS))
     seg_stars = model.stars(latent)
     rated = np.arange(MAX_SEGMENTS)[None, :] < n_ratings[:, None]
@@ -330,6 +339,17 @@ def _start_times(rng: np.random.Generator, arm: np.ndarray, labeled: np.ndarray,
     return pd.Series(stamps.astype("datetime64[us]")).dt.tz_localize("UTC")
 
 
+def _user_text(rng: np.random.Generator, pop: dict[str, np.ndarray],
+               settings: SimulateSettings) -> np.ndarray:
+    """Templated user messages following each session's latent satisfaction (synthetic)."""
+    latent = pop["session_latent"].copy()
+    free = np.isnan(latent)  # unlabeled sessions: the same model, their own session noise
+    latent[free] = (pop["mu"][free] + pop["user_effect"][free]
+                    + rng.normal(0.0, model.SIGMA_SESSION, int(free.sum())))
+    return user_texts(rng, pop["user_message_count"], pop["task_category"], latent,
+                      settings.text_signal)
+
+
 def _frame(pop: dict[str, np.ndarray]) -> tuple[pd.DataFrame, pd.DataFrame]:
     n = len(pop["arm"])
     session_id = _ids("s", np.arange(n), 6)
@@ -349,6 +369,8 @@ def _frame(pop: dict[str, np.ndarray]) -> tuple[pd.DataFrame, pd.DataFrame]:
         elif column == "task_category":
             values = np.array(model.CATEGORIES, dtype=object)[values]
         data[column] = values
+    if TEXT_COLUMN in pop:
+        data[TEXT_COLUMN] = pop[TEXT_COLUMN]
     frame = pd.DataFrame(data)
     for column in ("session_id", "user_id", "case_study", "condition", "user_sentiment",
                    "task_category"):
@@ -408,14 +430,15 @@ def simulate(settings: SimulateSettings) -> SimulationResult:
         PulseError: when the settings are inconsistent (names the key to change).
     """
     validate(settings)
-    # Seven streams; the first six are those of earlier versions (same draws), the last is time.
-    seeds = np.random.SeedSequence(settings.seed).spawn(7)
+    # Eight streams; the first six are those of earlier versions (same draws), then time, text.
+    seeds = np.random.SeedSequence(settings.seed).spawn(8)
     n_cal = max(20_000, settings.mc_sessions // 10)
     intercept, direct, mediated = _calibrate(settings, seeds[0], n_cal)
     pop = _population(settings, seeds[1].spawn(4), intercept, direct, settings.n_labeled,
                       settings.labeled_per_arm)
     pop["started_at"] = _start_times(np.random.default_rng(seeds[6]), pop["arm"],
                                      pop["labeled"].astype(np.int64), settings)
+    pop[TEXT_COLUMN] = _user_text(np.random.default_rng(seeds[7]), pop, settings)
     sessions, segments = _frame(pop)
     truth = _ground_truth(settings, seeds, intercept, direct, mediated)
     return SimulationResult(sessions, segments, truth)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -81,6 +81,19 @@ def study_name_for(spec: ModelSpec, features: FeatureSet, fp: str,
     return tuning.study_name or f"{spec.name}-{features.name}-{fp[:10]}"
 
 
+def with_text_search_space(spec: ModelSpec, features: FeatureSet) -> ModelSpec:
+    """The family's search space plus the text columns' (``features__text_<col>__<setting>``).
+
+    Optuna then tunes text-encoder settings (e.g. the sub-model's ``stack_alpha``) together
+    with the estimator's hyper-parameters; :func:`build_pipeline` routes them to the text steps.
+    """
+    from pulse_ml.models.text import text_search_space
+
+    extra = tuple(p for p in text_search_space(features)
+                  if p.name not in {q.name for q in spec.search_space})
+    return replace(spec, search_space=spec.search_space + extra) if extra else spec
+
+
 def tune_family(table: SessionTable, spec: ModelSpec, tuning: TuningSettings,
                 progress: bool = True,
                 on_trial: Callable[[object], None] | None = None) -> FamilyFit:
@@ -99,6 +112,7 @@ def tune_family(table: SessionTable, spec: ModelSpec, tuning: TuningSettings,
     from threadpoolctl import threadpool_limits
 
     features = table.features
+    spec = with_text_search_space(spec, features)
     labeled, y = training_data(table)
     groups = labeled["user_id"].to_numpy() if tuning.group_by_user else None
     folds = make_folds(len(y), tuning.n_splits, tuning.cv_seed, groups)

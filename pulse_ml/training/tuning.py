@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import multiprocessing as mp
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -108,51 +107,10 @@ class CVObjective:
 
 
 def _storage(url: str | None):
-    if not url:
-        return None
-    from optuna.storages import JournalStorage
-    from optuna.storages.journal import JournalFileBackend
+    """The Optuna storage of ``tuning.storage`` (bounded waits: see ``training.storage``)."""
+    from pulse_ml.training.storage import open_storage
 
-    if url.endswith((".log", ".journal", ".jsonl")) or "://" not in url:
-        path = Path(url).expanduser().resolve()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return JournalStorage(JournalFileBackend(str(path)))
-    return _rdb_storage(url)
-
-
-def _rdb_storage(url: str):
-    """An Optuna ``RDBStorage`` for a database URL, probed first with a connect timeout.
-
-    Raises:
-        PulseError: the driver is not installed, or the database cannot be reached within
-            ~10 s (one line naming the URL without its password).
-    """
-    import sqlalchemy
-    from optuna.storages import RDBStorage
-
-    safe = sqlalchemy.engine.make_url(url).render_as_string(hide_password=True)
-    kwargs = {}
-    if url.startswith(("postgresql", "mysql")):
-        kwargs = {"connect_args": {"connect_timeout": 10}}
-    try:
-        engine = sqlalchemy.create_engine(url, **kwargs)
-    except ModuleNotFoundError as exc:
-        raise PulseError(f"tuning.storage={safe}: the database driver {exc.name} is not "
-                         "installed; pip install 'pulse-ml[scale]' (psycopg2-binary for "
-                         "PostgreSQL) or the driver your URL names.") from None
-    except sqlalchemy.exc.ArgumentError as exc:
-        raise PulseError(f"tuning.storage={safe}: not a database URL ({exc}).") from None
-    try:
-        with engine.connect():
-            pass
-    except sqlalchemy.exc.SQLAlchemyError as exc:
-        first = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
-        raise PulseError(f"tuning.storage={safe}: cannot connect to the database ({first}). "
-                         "Check that the server runs and is reachable from this machine, that "
-                         "the database exists and the user/password are right.") from None
-    finally:
-        engine.dispose()
-    return RDBStorage(url, engine_kwargs=kwargs or None)
+    return open_storage(url)
 
 
 def open_study(settings: TuningSettings, study_name: str, worker: int = 0):
@@ -222,6 +180,10 @@ def run_study(settings: TuningSettings, study_name: str, objective: CVObjective,
     try:
         study.optimize(objective, n_trials=shares[0], timeout=settings.timeout_s,
                        callbacks=[_update])
+    except BaseException:  # Ctrl-C, SIGTERM or an error: stop the other workers too
+        for p in procs:
+            p.terminate()
+        raise
     finally:
         bar.close()
         for p in procs:

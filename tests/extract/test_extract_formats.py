@@ -61,6 +61,9 @@ def test_demo_folder_ratings_and_broken_file(tmp_path):
     assert turns[0] == {"role": "user", "text": "add a --verbose flag"}
     assert {"role": "agent", "text": "$ git push origin main"} in turns
     assert t["git_push"].dtype == np.int64
+    assert t.loc["sess-1", "user_text"] == "add a --verbose flag\ngreat, commit and push it"
+    assert t.loc["sess-2", "user_text"] == "why does the build fail?"  # a recall is no message
+    assert res.notes == []
 
 
 def test_other_formats(tmp_path):
@@ -96,6 +99,42 @@ def test_other_formats(tmp_path):
     assert t.loc["r1", "condition"] == "A" and t.loc["r1", "case_study"] == "cs"
     assert json.loads(t.loc["c1", "transcript"])[1]["feedback"] == 1
     assert t.loc["plain_chat", "user_message_count"] == 1
+    # every format writes user_text: the user's messages joined by newlines
+    assert t["user_text"].to_dict() == {"r1": "deploy it", "i1": "fix the issue",
+                                        "v1": "do the task", "c1": "hi\nbye", "plain_chat": "q"}
+
+
+def test_user_text_is_capped_with_a_note(tmp_path):
+    chat = [{"session_id": f"c{i}", "messages": [{"role": "user", "text": "a" * 30},
+                                                  {"role": "assistant", "text": "ok"},
+                                                  {"role": "user", "text": "b" * n}]}
+            for i, n in enumerate((5, 40))]
+    (tmp_path / "c.jsonl").write_text("\n".join(json.dumps(r) for r in chat) + "\n")
+    res = extract(ExtractSettings(input=str(tmp_path / "c.jsonl"), out=tmp_path / "t.csv",
+                                  progress=False, text_max_chars=50))
+    t = pd.read_csv(tmp_path / "t.csv", dtype={"user_text": str}).set_index("session_id")
+    assert t.loc["c0", "user_text"] == "a" * 30 + "\n" + "b" * 5  # 36 chars: kept whole
+    assert t.loc["c1", "user_text"] == "a" * 25 + "\n…\n" + "b" * 25  # head and tail kept
+    assert res.notes == ["user_text: 1 of 2 session(s) have more than 50 characters of user "
+                         "messages; kept their first 25 and last 25 characters (raise "
+                         "text_max_chars to keep more)."]
+
+
+def test_simulated_event_streams_carry_the_tables_user_text(tmp_path):
+    from dataclasses import replace
+
+    from pulse_ml.simulate.events import write_events
+    from pulse_ml.simulate.generator import SimulateSettings, simulate
+
+    settings = replace(SimulateSettings(), n_labeled=200, labeled_per_arm=40,
+                       min_labeled_per_arm=30, mc_sessions=20_000, unlabeled_ratio=1.0)
+    sessions = simulate(settings).sessions
+    write_events(sessions, tmp_path / "events", seed=3, limit=25)
+    res = extract(ExtractSettings(input=str(tmp_path / "events"), out=tmp_path / "t.parquet",
+                                  progress=False))
+    got = res.frame.set_index("session_id")["user_text"]
+    want = sessions.set_index("session_id")["user_text"].loc[got.index]
+    assert len(got) == 25 and (got == want).all()
 
 
 def test_nothing_readable_and_bad_ratings(tmp_path):
@@ -129,3 +168,28 @@ def test_cli_subprocess(tmp_path):
                          env={**__import__("os").environ, "PULSE_HOME": str(tmp_path)})
     assert bad.returncode == 2 and "no session files" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_bad_lines_are_skipped_with_their_line_numbers(tmp_path):
+    from pulse_ml.extract.readers import read_file, skipped_by_file
+
+    rec = {"messages": [{"role": "user", "text": "hi"}, {"role": "assistant", "text": "ok"}]}
+    lines = [json.dumps({**rec, "id": "a"}), "", "{oops", json.dumps({**rec, "id": "b"}),
+             json.dumps({"id": "c", "nothing": 1}), json.dumps({**rec, "id": "d"})]
+    path = tmp_path / "chat.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    read = read_sessions([path], progress=False)
+    assert [s.session_id for s in read.sessions] == ["a", "b", "d"]
+    assert [why.split(":")[0] for _, why in read.failures] == ["line 3", "line 5"]
+    assert read.per_file == {str(path): 3}
+    (line,) = skipped_by_file(read.failures, read.per_file)
+    assert line.startswith(f"{path}: read 3 session(s), skipped 2 line(s) (3, 5); first: "
+                           "invalid JSON")
+    with pytest.raises(ValueError, match="line 3: invalid JSON"):
+        read_file(path)  # strict mode (no failures list) still names the line
+    only_bad = tmp_path / "bad.jsonl"
+    only_bad.write_text("{x\n{y\n")
+    read = read_sessions([only_bad], progress=False)
+    assert not read.sessions
+    assert read.failures == [(str(only_bad), "line 1: invalid JSON (Expecting property name "
+                              "enclosed in double quotes) (and 1 more line(s))")]

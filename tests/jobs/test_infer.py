@@ -157,3 +157,13 @@ def test_reweight_writes_prediction_shift_and_changes_the_estimate(small_demo, p
     b = weighted.set_index("estimator")["effect"]
     assert not np.isclose(a["augmented"], b["augmented"])
     assert np.isfinite(weighted[["ci_lower", "ci_upper"]].to_numpy(float)).all()
+
+
+def test_plan_estimates_the_users_design_effect(small_demo, pulse_home, registered, cli):
+    res = cli("plan", "effect=0.2", "design_effect=estimate", f"data.path={small_demo}")
+    assert res.returncode == 0, res.stderr
+    assert "estimated from" in res.stdout and "ICC" in res.stdout
+    given = cli("plan", "effect=0.2", "design_effect=2")
+    n_given = int(given.stdout.split("naive A/B test :")[1].split()[0].replace(",", ""))
+    n_est = int(res.stdout.split("naive A/B test :")[1].split()[0].replace(",", ""))
+    assert n_given > n_est  # a design effect of 2 needs more labels than the estimated one

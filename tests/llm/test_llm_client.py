@@ -119,3 +119,17 @@ def test_concurrency_bound_holds(stub_server, make_cfg):
     _, usage = run_batch(make_cfg(concurrency=3), _requests(24), None, progress=False)
     assert usage.missing == 0
     assert stub_server.max_in_flight == 3
+
+
+def test_all_failed_only_when_every_prompt_failed(make_cfg):
+    from pulse_ml.llm.client import CallResult, Usage, all_failed_error
+
+    usage = Usage()
+    for _ in range(3):
+        usage.add(CallResult(error="APIConnectionError: Connection refused", attempts=1))
+    cfg = make_cfg()
+    assert all_failed_error("judge", cfg, usage, 4) is None  # one answered: keep going
+    err = all_failed_error("judge", cfg, usage, 3)
+    assert err is not None and "all 3 LLM call(s)" in str(err)
+    assert "(3 x APIConnectionError)" in str(err) and "Connection refused" in str(err)
+    assert all_failed_error("judge", cfg, Usage(), 0) is None

@@ -191,3 +191,51 @@ def _all_features() -> FeatureSet:
 def test_feature_set_of_custom_kinds():
     fs = FeatureSet("x", (FeatureSpec("a", "numeric"), FeatureSpec("b", "flag")))
     assert fs.names == ["a", "b"] and fs.of_kind("flag") == ["b"]
+
+
+def test_categories_match_ignoring_case_spaces_and_dashes_plus_aliases(base, tmp_path):
+    from pulse_ml.sessions.feature_sets import feature_set_from_mapping
+    from pulse_ml.sessions.table import validate_chunk
+
+    fs = feature_set_from_mapping({"name": "t", "columns": {"task_category": {
+        "kind": "categorical", "values": ["fix_bugs", "fix_failing_ci"],
+        "aliases": {"Fix Failing Continuous Integration": "fix_failing_ci"}}}})
+    frame = base.head(6).copy()
+    frame["task_category"] = ["Fix Bugs", "FIX-BUGS", " fix_bugs ",
+                              "Fix Failing Continuous Integration", "fix failing ci",
+                              "fixfailing-continuous integration"]
+    table = load_sessions(_write(frame, tmp_path), fs, {}, only=[])
+    assert list(table.frame["task_category"]) == ["fix_bugs"] * 3 + ["fix_failing_ci"] * 3
+    chunk = validate_chunk(frame[["session_id", "task_category"]], fs, "t.csv", 0, 1)
+    assert list(chunk["task_category"]) == list(table.frame["task_category"])
+    frame.loc[frame.index[0], "task_category"] = "Fix Bug"  # a real typo is still refused
+    with pytest.raises(DataError, match=r"unknown category value\(s\) 'Fix Bug'"):
+        load_sessions(_write(frame, tmp_path), fs, {}, only=[])
+
+
+def test_alias_to_an_unknown_value_is_a_config_error():
+    from pulse_ml.errors import PulseError
+    from pulse_ml.sessions.feature_sets import feature_set_from_mapping
+
+    with pytest.raises(PulseError, match="alias 'CI' points to 'ci'"):
+        feature_set_from_mapping({"name": "t", "columns": {"task_category": {
+            "kind": "categorical", "values": ["fix_failing_ci"], "aliases": {"CI": "ci"}}}})
+
+
+def test_non_finite_counts_flags_and_long_values_are_reported(base, tmp_path):
+    fs = FeatureSet("t", (FeatureSpec("user_message_count", "count"),
+                          FeatureSpec("git_push", "flag"),
+                          FeatureSpec("user_sentiment", "categorical",
+                                      ("positive", "neutral", "negative"))))
+    frame = base.head(10).copy()
+    frame["user_message_count"] = frame["user_message_count"].astype(float)
+    frame["git_push"] = frame["git_push"].astype(float)
+    frame.loc[frame.index[1], "user_message_count"] = np.inf
+    frame.loc[frame.index[2], "git_push"] = -np.inf
+    frame.loc[frame.index[3], "user_sentiment"] = "y" * 5000
+    with pytest.raises(DataError) as err:
+        load_sessions(_write(frame, tmp_path, "t.parquet"), fs, {}, only=[])
+    text = str(err.value)
+    assert "'user_message_count': infinite values in 1 row(s): row 2" in text
+    assert "'git_push': infinite values in 1 row(s): row 3" in text
+    assert "(5000 characters)" in text and len(text) < 1500

@@ -1,0 +1,293 @@
+"""Checks before the first MLflow call: never touch a foreign store, never hang on a dead one.
+
+MLflow, handed an SQLite file, creates or migrates its tables in it; handed an HTTP URI, it
+retries for minutes. So before :mod:`pulse_ml.registry.store` points MLflow anywhere,
+:func:`check_store` looks at the target itself, read-only:
+
+* an SQLite file that is not a database, is truncated, or holds another application's tables
+  is refused untouched (opened with ``mode=ro``; its header and ``PRAGMA quick_check`` read);
+* an explicit tracking URI whose folder does not exist (a typo) is refused instead of silently
+  becoming a new, empty store;
+* a store the command must write to but cannot (read-only file or folder) is refused in one
+  line, before any run is started;
+* an HTTP(S) tracking server is probed with a timeout (``PULSE_TRACKING_TIMEOUT``, default
+  10 s), and MLflow's own HTTP retries and timeouts are bounded for the rest of the command.
+
+:func:`initialize` then lets MLflow create a fresh SQLite store's schema while holding a file
+lock beside the database (two commands started at once on a new store both succeed), retrying
+"database is locked" with backoff.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+from urllib.parse import quote
+
+from pulse_ml.errors import PulseError
+from pulse_ml.faults import file_lock, retry_locked, seconds_from_env, shorten
+
+T = TypeVar("T")
+
+TIMEOUT_ENV = "PULSE_TRACKING_TIMEOUT"
+DEFAULT_TIMEOUT_S = 10.0
+QUICK_CHECK_MAX_BYTES = 256 * 2**20  # larger stores get the O(1) header check only
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_MLFLOW_TABLES = {"alembic_version", "experiments", "runs"}
+
+
+@dataclass(frozen=True)
+class StoreCheck:
+    """What :func:`check_store` found.
+
+    Attributes:
+        uri: The tracking URI.
+        kind: ``sqlite``, ``http``, ``file`` or ``other``.
+        db: The SQLite file (``kind == "sqlite"``), else None.
+        fresh: No MLflow schema yet (MLflow will create it).
+    """
+
+    uri: str
+    kind: str
+    db: Path | None = None
+    fresh: bool = False
+
+
+def timeout_s() -> float:
+    """Seconds to wait for a tracking server (``PULSE_TRACKING_TIMEOUT``, default 10)."""
+    return seconds_from_env(TIMEOUT_ENV, DEFAULT_TIMEOUT_S)
+
+
+def redact(uri: str) -> str:
+    """The URI without a password (safe to print)."""
+    parts = urllib.parse.urlsplit(uri)
+    if parts.password is None:
+        return uri
+    netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
+def sqlite_file(uri: str) -> Path | None:
+    """The database file of an ``sqlite:///`` URI (None for other URIs and in-memory ones)."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    rest = uri[len("sqlite:///"):].split("?", 1)[0]
+    if rest in ("", ":memory:"):
+        return None
+    return Path(rest).expanduser()
+
+
+def _local_dir(uri: str) -> Path | None:
+    """The folder of a local file store URI (``file:///…`` or a plain path), else None."""
+    if uri.startswith("file:"):
+        return Path(urllib.parse.unquote(urllib.parse.urlsplit(uri).path))
+    if "://" not in uri and not uri.startswith(("databricks", "sqlite:")):
+        return Path(uri).expanduser()
+    return None
+
+
+def _refuse(uri: str, problem: str, fix: str, untouched: bool = True) -> PulseError:
+    done = "; pulse-ml left it untouched." if untouched else "; nothing was created."
+    return PulseError(f"MLflow store {redact(uri)}: {problem}{done} {fix}")
+
+
+def _damaged(uri: str, path: Path, why: str) -> PulseError:
+    return _refuse(uri, f"{path} is not a usable SQLite database ({why})",
+                   "Restore it from a backup, or point MLFLOW_TRACKING_URI at another file "
+                   "(unset it to use ./mlruns/mlflow.db).")
+
+
+def _header_problem(path: Path, size: int) -> str | None:
+    """Check the 100-byte SQLite header: magic string and the page count vs the file size."""
+    with open(path, "rb") as fh:
+        head = fh.read(100)
+    if len(head) < 100 or not head.startswith(_SQLITE_MAGIC):
+        return "no SQLite header: it is not a database"
+    page_size = int.from_bytes(head[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(head[28:32], "big")
+    counter_ok = head[24:28] == head[92:96]  # the in-header size is valid only then
+    if counter_ok and pages and size < pages * page_size:
+        return (f"truncated: the header says {pages * page_size} bytes, the file has {size}")
+    return None
+
+
+def inspect_sqlite(uri: str, path: Path) -> bool:
+    """Look at an SQLite store file read-only; returns True when it has no schema yet.
+
+    Raises:
+        PulseError: not a database, damaged/truncated, or another application's database.
+    """
+    if not path.exists():
+        return True
+    if not path.is_file():
+        raise _refuse(uri, f"{path} is a folder, not a database file",
+                      "Point MLFLOW_TRACKING_URI at a file inside it, e.g. "
+                      f"sqlite:///{path / 'mlflow.db'}.")
+    size = path.stat().st_size
+    if size == 0:
+        return True
+    problem = _header_problem(path, size)
+    if problem is not None:
+        raise _damaged(uri, path, problem)
+    try:
+        con = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True,
+                              timeout=timeout_s())
+        try:
+            tables = {row[0] for row in con.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if size <= QUICK_CHECK_MAX_BYTES:
+                verdict = con.execute("PRAGMA quick_check").fetchone()[0]
+                if verdict != "ok":
+                    raise _damaged(uri, path, f"damaged: {shorten(verdict)}")
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as exc:
+        raise _damaged(uri, path, shorten(exc)) from None
+    if not tables:
+        return True
+    if not _MLFLOW_TABLES <= tables:
+        shown = ", ".join(sorted(tables)[:6]) + (" …" if len(tables) > 6 else "")
+        raise _refuse(uri, f"{path} is another application's SQLite database (tables: "
+                      f"{shorten(shown)}), not an MLflow store",
+                      "Point MLFLOW_TRACKING_URI at an MLflow database, or at a new file name "
+                      "in an existing folder to start a new store.")
+    return False
+
+
+def _write_problem(path: Path) -> str | None:
+    """Why ``path`` (an SQLite file, maybe absent) and its folder cannot be written, or None."""
+    folder = path.parent
+    if not os.access(folder, os.W_OK):
+        return f"its folder {folder} is not writable"
+    if path.exists():
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND)  # opens only: no byte changes
+        except OSError as exc:
+            return f"{path} cannot be opened for writing ({exc.strerror})"
+        os.close(fd)
+    return None
+
+
+def probe_http(uri: str, timeout: float) -> None:
+    """Make sure an HTTP(S) tracking server answers within ``timeout`` seconds.
+
+    Any HTTP answer counts (even 401/404: the server is there); no answer, a refused
+    connection or an unknown host raise.
+
+    Raises:
+        PulseError: naming the (redacted) URI and how long it waited.
+    """
+    url = uri.rstrip("/") + "/health"
+    try:
+        urllib.request.urlopen(urllib.request.Request(url, method="GET"), timeout=timeout).close()
+    except urllib.error.HTTPError:
+        return
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", None) or exc
+        if isinstance(reason, TimeoutError) or "timed out" in str(reason):
+            reason = f"no answer within {timeout:g} s"
+        raise PulseError(f"MLflow tracking server {redact(uri)} does not answer ({reason}). "
+                         "Start it or fix MLFLOW_TRACKING_URI (unset it to use the local store "
+                         f"./mlruns/mlflow.db); {TIMEOUT_ENV} sets how long to wait "
+                         f"(now {timeout:g} s).") from None
+
+
+def bound_http_env(timeout: float) -> None:
+    """Bound MLflow's own HTTP waits for this process (unless the user set them).
+
+    MLflow's defaults (7 retries with backoff factor 2, 120 s per request) turn a server that
+    dies mid-command into minutes of silence; these keep it under a minute.
+    """
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", str(max(1, round(3 * timeout))))
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1")
+
+
+def check_store(uri: str, explicit: bool, write: bool) -> StoreCheck:
+    """Check the tracking store before MLflow sees it (nothing is created or changed).
+
+    Args:
+        uri: The tracking URI.
+        explicit: The user named it (``MLFLOW_TRACKING_URI``): a missing folder is then a
+            typo, not a place to create.
+        write: The command will write to the store (runs, models, aliases).
+
+    Returns:
+        A :class:`StoreCheck`.
+
+    Raises:
+        PulseError: foreign, damaged or read-only store, missing folder, dead server.
+    """
+    db = sqlite_file(uri)
+    if db is not None:
+        if not db.parent.is_dir():
+            if explicit:
+                raise _refuse(uri, f"the folder {db.parent} does not exist, so this would be a "
+                              "new, empty store (a typo?)",
+                              "Fix MLFLOW_TRACKING_URI, or create the folder first if you "
+                              "mean to start a new store there.", untouched=False)
+            db.parent.mkdir(parents=True, exist_ok=True)
+        fresh = inspect_sqlite(uri, db)
+        if write:
+            problem = _write_problem(db)
+            if problem is not None:
+                raise _refuse(uri, f"the store is read-only: {problem}",
+                              "This command records runs or models there: make the file and "
+                              "its folder writable, or point MLFLOW_TRACKING_URI at a writable "
+                              "store (e.g. a copy).")
+        return StoreCheck(uri, "sqlite", db, fresh)
+    if uri.startswith(("http://", "https://")):
+        timeout = timeout_s()
+        probe_http(uri, timeout)
+        bound_http_env(timeout)
+        return StoreCheck(uri, "http")
+    folder = _local_dir(uri)
+    if folder is not None:
+        if explicit and not folder.exists() and not folder.parent.is_dir():
+            raise _refuse(uri, f"neither {folder} nor its folder {folder.parent} exists (a "
+                          "typo?)", "Fix MLFLOW_TRACKING_URI, or create the folder first.",
+                          untouched=False)
+        return StoreCheck(uri, "file")
+    return StoreCheck(uri, "other")
+
+
+def initialize(check: StoreCheck, touch: Callable[[], T]) -> T:
+    """Run MLflow's first calls on the store (which create a fresh schema) safely.
+
+    For a fresh SQLite store the calls run under an exclusive lock on ``<db>.lock`` beside
+    the database, so a second process waits and then finds the schema complete instead of
+    racing to create the same tables; "database is locked" is retried with backoff.
+
+    Args:
+        check: The result of :func:`check_store`.
+        touch: The first MLflow calls (safe to repeat).
+
+    Returns:
+        What ``touch`` returns.
+    """
+    if check.kind == "sqlite" and check.fresh and check.db is not None \
+            and os.access(check.db.parent, os.W_OK):
+        lock = check.db.with_name(check.db.name + ".lock")
+        with file_lock(lock, what=f"the new MLflow store {check.db}"):
+            return retry_locked(touch)
+    return retry_locked(touch)
+
+
+def locked(check: StoreCheck, fn: Callable[[], T]) -> T:
+    """Run ``fn`` under the store's lock file when it is a local SQLite store (else as is).
+
+    For short create-if-missing steps (an experiment) that two processes could race on.
+    """
+    if check.kind == "sqlite" and check.db is not None and os.access(check.db.parent, os.W_OK):
+        with file_lock(check.db.with_name(check.db.name + ".lock"),
+                       what=f"the MLflow store {check.db}"):
+            return retry_locked(fn)
+    return retry_locked(fn)

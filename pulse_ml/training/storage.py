@@ -1,0 +1,143 @@
+"""Optuna study storages (``tuning.storage``): journal files and databases, with bounded waits.
+
+A journal file (``*.journal``, ``*.log``, ``*.jsonl`` or any path without ``://``) is a
+:class:`optuna.storages.JournalStorage`; a database URL (``sqlite:///…``, ``postgresql://…``,
+``mysql+pymysql://…``) is an :class:`optuna.storages.RDBStorage` whose connection waits at most
+``PULSE_TRACKING_TIMEOUT`` seconds (default 10): a server host/port is probed first (a dead or
+black-holed server fails fast instead of hanging on the TCP connect), the driver gets a
+``connect_timeout`` (an accepting server that never answers), and SQLite a busy timeout (two
+workers retry "database is locked" instead of failing). Every failure is one
+:class:`~pulse_ml.errors.PulseError` naming the storage (password redacted).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from pulse_ml.errors import PulseError
+from pulse_ml.faults import probe_tcp, seconds_from_env, shorten
+
+TIMEOUT_ENV = "PULSE_TRACKING_TIMEOUT"
+DEFAULT_TIMEOUT_S = 10.0
+JOURNAL_SUFFIXES = (".log", ".journal", ".jsonl")
+DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306, "mariadb": 3306, "mssql": 1433,
+                 "oracle": 1521}
+DRIVERS = {"postgresql": "psycopg2-binary", "mysql": "pymysql (mysql+pymysql://…)",
+           "mariadb": "pymysql (mariadb+pymysql://…)"}
+
+
+def is_journal(url: str) -> bool:
+    """Whether ``tuning.storage`` names a journal file rather than a database URL."""
+    return url.endswith(JOURNAL_SUFFIXES) or "://" not in url
+
+
+def _journal(url: str):
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    path = Path(url).expanduser().resolve()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return JournalStorage(JournalFileBackend(str(path)))
+    except OSError as exc:
+        raise PulseError(f"tuning.storage={url}: cannot open the journal file {path} "
+                         f"({exc.strerror or exc}). Use a writable path.") from None
+
+
+def open_storage(url: str | None, timeout: float | None = None):
+    """Open the Optuna storage named by ``tuning.storage`` (None = in memory).
+
+    Args:
+        url: A journal file path or a database URL.
+        timeout: Seconds to wait for a database (default ``PULSE_TRACKING_TIMEOUT`` or 10).
+
+    Returns:
+        None, a ``JournalStorage`` or an ``RDBStorage``.
+
+    Raises:
+        PulseError: bad URL, missing folder or driver, a server that does not answer in time,
+            or a database that refuses the connection.
+    """
+    if not url:
+        return None
+    if is_journal(url):
+        return _journal(url)
+    import optuna
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    from pulse_ml.registry.guard import redact
+
+    shown = redact(url)
+    timeout = timeout or seconds_from_env(TIMEOUT_ENV, DEFAULT_TIMEOUT_S)
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise PulseError(f"tuning.storage={shown}: not a database URL (e.g. "
+                         "sqlite:///mlruns/optuna.db, postgresql://user@host/db) nor a journal "
+                         "file (*.journal).") from None
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        database = parsed.database or ""
+        if database and database != ":memory:":
+            folder = Path(database).expanduser().resolve().parent
+            if not folder.is_dir():
+                raise PulseError(f"tuning.storage={shown}: the folder {folder} does not exist "
+                                 "(a typo?). Create it first, or fix the URL.")
+        connect_args: dict[str, object] = {"timeout": timeout}
+    else:
+        host, port = parsed.host or "localhost", parsed.port or DEFAULT_PORTS.get(backend)
+        if port is not None:
+            reason = probe_tcp(host, int(port), timeout)
+            if reason is not None:
+                raise PulseError(f"tuning.storage={shown}: the database server {host}:{port} "
+                                 f"does not answer ({reason}). Start it or fix the URL; "
+                                 f"{TIMEOUT_ENV} sets how long to wait (now {timeout:g} s).")
+        connect_args = {"connect_timeout": max(1, math.ceil(timeout))}
+    try:
+        storage = _within(timeout, lambda: optuna.storages.RDBStorage(
+            url, engine_kwargs={"connect_args": connect_args}))
+    except TimeoutError:
+        raise PulseError(f"tuning.storage={shown}: the database accepts connections but does "
+                         f"not answer within {timeout:g} s. Check the server (and that the URL "
+                         f"names a database server, not another service); {TIMEOUT_ENV} sets "
+                         "how long to wait.") from None
+    except ImportError as exc:
+        driver = DRIVERS.get(backend, "the database driver")
+        raise PulseError(f"tuning.storage={shown}: the {backend} driver is not installed "
+                         f"({shorten(exc)}); pip install {driver}.") from None
+    except Exception as exc:  # noqa: BLE001 - any driver/SQLAlchemy failure is the user's setup
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise PulseError(f"tuning.storage={shown}: cannot open the study database "
+                         f"({type(exc).__name__}: {shorten(text, 200)}). Check the server, the "
+                         f"credentials and the URL; {TIMEOUT_ENV} sets how long to wait "
+                         f"(now {timeout:g} s).") from None
+    return storage
+
+
+def _within(timeout: float, fn):
+    """Run ``fn`` in a daemon thread; raise ``TimeoutError`` if it has not returned in time.
+
+    Drivers bound the TCP connect, but not every one bounds the handshake after it (pymysql
+    waits forever for a server greeting); a thread bounds every driver the same way. A thread
+    that is still waiting is abandoned: the command is about to exit with the error.
+    """
+    import threading
+
+    box: dict[str, object] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="open-optuna-storage", daemon=True)
+    thread.start()
+    thread.join(timeout + 2.0)  # the driver's own connect_timeout usually fires first
+    if thread.is_alive():
+        raise TimeoutError
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["value"]

@@ -1,0 +1,456 @@
+"""Issue 16: what a hostile run found — every case ends in one clear line, nothing hung or lost.
+
+Each test runs the real CLI in a subprocess against real parts: a real sqlite MLflow store, a
+real TCP port (nothing listening, or a socket that accepts and never answers), a real read-only
+store (``chattr +i``: tests run as root, so permission bits would not stop the writes), a real
+full disk (``RLIMIT_FSIZE`` in the child, with SIGXFSZ ignored so writes fail with EFBIG as on a
+full disk), a real SIGTERM. Each checks the exit code, the message's first line, that no
+traceback was printed, and that nothing changed on disk or in the store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import resource
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import mlflow
+import numpy as np
+import pandas as pd
+import pytest
+
+from pulse_ml.config import compose
+from pulse_ml.jobs import train
+
+REPO = Path(__file__).resolve().parents[2]
+FAST = ("tuning.n_trials=1", "progress=false", "model=mean")
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _tree(folder: Path) -> dict[str, str]:
+    """Every file under ``folder`` with its hash (to show nothing changed)."""
+    return {str(p.relative_to(folder)): _sha(p) for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _one_line_error(res, text: str, code: int = 2) -> str:
+    """Assert exit ``code``, an ``error:`` first line containing ``text``, no traceback."""
+    assert res.returncode == code, (res.returncode, res.stdout[-2000:], res.stderr[-2000:])
+    assert "Traceback" not in res.stderr, res.stderr
+    first = res.stderr.strip().splitlines()[0]
+    assert first.startswith("error:") and text in first, res.stderr
+    return first
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def _silent_server():
+    """A TCP port on 127.0.0.1 that accepts connections (kernel backlog) and never answers."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    try:
+        yield sock.getsockname()[1]
+    finally:
+        sock.close()
+
+
+def _env(**kw: str) -> dict[str, str]:
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    for key, value in kw.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return env
+
+
+def _run(*args: str, env: dict | None = None, cwd: Path | None = None, preexec=None,
+         timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pulse_ml", *args], capture_output=True,
+                          text=True, env=env or _env(), cwd=cwd, timeout=timeout,
+                          preexec_fn=preexec)
+
+
+def _file_size_limit(limit: int):
+    """preexec_fn: writes beyond ``limit`` bytes fail with EFBIG (a full disk, for real)."""
+    def apply() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return apply
+
+
+@contextmanager
+def _immutable(*paths: Path):
+    """``chattr +i`` (root cannot write either); skip the test when the file system refuses."""
+    if shutil.which("chattr") is None:
+        pytest.skip("chattr is not available: cannot make a store read-only for root")
+    done = []
+    try:
+        for p in paths:
+            res = subprocess.run(["chattr", "+i", str(p)], capture_output=True, text=True)
+            if res.returncode != 0:
+                pytest.skip(f"chattr +i is not supported here ({res.stderr.strip()})")
+            done.append(p)
+        yield
+    finally:
+        for p in reversed(done):
+            subprocess.run(["chattr", "-i", str(p)], capture_output=True)
+
+
+@pytest.fixture
+def registered(small_demo, pulse_home):
+    return train.run(compose("train", [f"data.path={small_demo}", *FAST]))
+
+
+# --- 2. timeouts -----------------------------------------------------------------------------
+
+def test_tracking_server_that_never_answers_fails_within_30_s(small_demo, pulse_home):
+    with _silent_server() as port:
+        uri = f"http://127.0.0.1:{port}"
+        start = time.perf_counter()
+        res = _run("train", f"data.path={small_demo}", *FAST,
+                   env=_env(MLFLOW_TRACKING_URI=uri), timeout=120)
+        elapsed = time.perf_counter() - start
+    _one_line_error(res, f"MLflow tracking server {uri} does not answer")
+    assert "no answer within 10 s" in res.stderr and "PULSE_TRACKING_TIMEOUT" in res.stderr
+    assert elapsed < 30, elapsed  # MLflow alone: minutes of retries with no output
+
+
+def test_tracking_server_down_fails_fast_and_timeout_is_configurable(small_demo, pulse_home):
+    uri = f"http://127.0.0.1:{_free_port()}"
+    res = _run("infer", f"data.path={small_demo}", env=_env(MLFLOW_TRACKING_URI=uri))
+    _one_line_error(res, f"MLflow tracking server {uri} does not answer")
+    assert "refused" in res.stderr.lower()
+    res = _run("train", f"data.path={small_demo}", *FAST,
+               env=_env(MLFLOW_TRACKING_URI=uri, PULSE_TRACKING_TIMEOUT="abc"))
+    _one_line_error(res, "PULSE_TRACKING_TIMEOUT=abc is not a number of seconds")
+
+
+def test_optuna_database_that_does_not_answer(small_demo, pulse_home):
+    store = pulse_home / "mlruns" / "mlflow.db"
+    before = _sha(store)
+    url = f"postgresql://user:secret@127.0.0.1:{_free_port()}/optuna"
+    res = _run("train", f"data.path={small_demo}", *FAST, f"tuning.storage={url}")
+    first = _one_line_error(res, "tuning.storage=postgresql://user:***@127.0.0.1")
+    assert "does not answer" in first and "secret" not in res.stderr
+    assert _sha(store) == before  # refused before any MLflow run started
+    pytest.importorskip("pymysql")
+    with _silent_server() as port:
+        start = time.perf_counter()
+        res = _run("train", f"data.path={small_demo}", *FAST,
+                   f"tuning.storage=mysql+pymysql://u@127.0.0.1:{port}/db", timeout=120)
+        elapsed = time.perf_counter() - start
+    _one_line_error(res, "does not answer within 10 s")
+    assert elapsed < 30, elapsed
+
+
+# --- 3. never touch a foreign store ----------------------------------------------------------
+
+def _foreign_db(path: Path) -> Path:
+    import sqlite3
+
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE people (name TEXT)")
+    con.execute("INSERT INTO people VALUES ('ann')")
+    con.commit()
+    con.close()
+    return path
+
+
+@pytest.mark.parametrize("kind,text", [
+    ("foreign", "another application's SQLite database (tables: people)"),
+    ("not_a_database", "no SQLite header: it is not a database"),
+    ("truncated", "truncated: the header says"),
+])
+def test_store_that_is_not_mlflow_is_refused_untouched(kind, text, small_demo, pulse_home,
+                                                       tmp_path):
+    folder = tmp_path / "other"
+    folder.mkdir()
+    db = folder / "data.db"
+    if kind == "foreign":
+        _foreign_db(db)
+    elif kind == "not_a_database":
+        db.write_bytes(np.random.default_rng(0).bytes(3000))
+    else:
+        good = (pulse_home / "mlruns" / "mlflow.db").read_bytes()
+        db.write_bytes(good[: len(good) // 3])
+    before = _tree(folder)
+    res = _run("train", f"data.path={small_demo}", *FAST,
+               env=_env(MLFLOW_TRACKING_URI=f"sqlite:///{db}"))
+    first = _one_line_error(res, text)
+    assert "left it untouched" in first
+    assert _tree(folder) == before  # same bytes, no journal, no lock, no artifacts folder
+
+
+def test_explicit_store_in_a_missing_folder_is_not_created(small_demo, pulse_home, tmp_path):
+    typo = tmp_path / "mlrnus"
+    res = _run("train", f"data.path={small_demo}", *FAST,
+               env=_env(MLFLOW_TRACKING_URI=f"sqlite:///{typo / 'mlflow.db'}"))
+    _one_line_error(res, f"the folder {typo} does not exist")
+    assert not typo.exists()
+
+
+@pytest.mark.parametrize("verb", ["train", "promote"])
+def test_read_only_store_is_one_line(verb, small_demo, pulse_home, tmp_path):
+    """MLflow alone printed 77-92 lines of chained tracebacks, then 'failed unexpectedly'."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    shutil.copy(pulse_home / "mlruns" / "mlflow.db", folder / "mlflow.db")
+    before = _tree(folder)
+    args = ([f"data.path={small_demo}", *FAST] if verb == "train" else ["version=1"])
+    with _immutable(folder / "mlflow.db", folder):
+        res = _run(verb, *args, env=_env(MLFLOW_TRACKING_URI=f"sqlite:///{folder}/mlflow.db"))
+    _one_line_error(res, "the store is read-only")
+    assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert _tree(folder) == before
+
+
+def test_read_only_store_still_serves_its_model(registered, small_demo, pulse_home, tmp_path):
+    store = pulse_home / "mlruns"
+    with _immutable(store / "mlflow.db", store):
+        res = _run("infer", f"data.path={small_demo}", "permutations=200", "log_mlflow=false",
+                   f"output={tmp_path / 'out'}")
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "out" / "effects.json").is_file()
+
+
+# --- 5. two commands at once on a fresh store ------------------------------------------------
+
+def test_two_trains_at_once_on_a_fresh_store_both_succeed(small_demo, tmp_path):
+    store = tmp_path / "fresh"
+    store.mkdir()
+    uri = f"sqlite:///{store / 'mlflow.db'}"
+    env = _env(MLFLOW_TRACKING_URI=uri, PULSE_HOME=str(tmp_path))
+    cmd = [sys.executable, "-m", "pulse_ml", "train", f"data.path={small_demo}", *FAST]
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (_out, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, err[-3000:]
+        assert "Traceback" not in err
+    client = mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)
+    versions = client.search_model_versions("name='pulse-satisfaction'")
+    assert sorted(int(v.version) for v in versions) == [1, 2]
+    assert (store / "artifacts").is_dir()  # artifacts beside the database
+
+
+# --- 4. SIGTERM and atomic outputs -----------------------------------------------------------
+
+def test_sigterm_during_train_marks_the_run_killed(small_demo, pulse_home):
+    uri = f"sqlite:///{pulse_home / 'mlruns' / 'mlflow.db'}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pulse_ml", "train", f"data.path={small_demo}",
+         "model=random_forest", "tuning.n_trials=500", "progress=false"],
+        env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    client = mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)
+    deadline = time.monotonic() + 120
+    running = []
+    while not running and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.5)
+        exp = client.get_experiment_by_name("pulse-train")
+        if exp is not None:
+            running = client.search_runs([exp.experiment_id],
+                                         "tags.kind = 'family' and attributes.status = 'RUNNING'")
+    assert running, "the train run never started"
+    time.sleep(1.0)  # inside the tuning loop
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, (proc.returncode, err[-2000:])
+    assert err.strip().splitlines()[-1] == "terminated (SIGTERM)" and "Traceback" not in err
+    run = client.get_run(running[0].info.run_id)
+    assert run.info.status == "KILLED"
+    assert client.search_model_versions("name='pulse-satisfaction'") == []
+
+
+def test_full_disk_during_infer_keeps_earlier_results(registered, small_demo, pulse_home,
+                                                     tmp_path):
+    out = tmp_path / "results"
+    ok = _run("infer", f"data.path={small_demo}", "permutations=200", "log_mlflow=false",
+              f"output={out}")
+    assert ok.returncode == 0, ok.stderr
+    before = _tree(out)
+    assert (out / "forest.png").stat().st_size > 20_000
+    res = _run("infer", f"data.path={small_demo}", "permutations=200", "log_mlflow=false",
+               f"output={out}", "seed=3", preexec=_file_size_limit(20_000))
+    _one_line_error(res, f"cannot write {out}: file too large")
+    assert _tree(out) == before  # no truncated forest.png, no .partial folder
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []
+
+
+def _chat_records(n: int, seed: int = 0) -> list[dict]:
+    rng = np.random.default_rng(seed)
+    words = np.array(["fix", "the", "bug", "in", "parser", "please", "tests", "fail", "again"])
+    return [{"session_id": f"c{i}", "rating": int(rng.integers(1, 6)),
+             "messages": [{"role": "user", "text": " ".join(rng.choice(words, 200))},
+                          {"role": "assistant", "text": " ".join(rng.choice(words, 200))}]}
+            for i in range(n)]
+
+
+def test_full_disk_during_extract_keeps_the_earlier_table(tmp_path):
+    src = tmp_path / "chats.jsonl"
+    src.write_text("\n".join(json.dumps(r) for r in _chat_records(400)) + "\n")
+    out = tmp_path / "sessions.parquet"
+    pd.DataFrame({"session_id": ["old"], "rating": [3.0]}).to_parquet(out)
+    before = _tree(tmp_path)
+    res = _run("extract", f"input={src}", f"out={out}", "progress=false",
+               env=_env(PULSE_HOME=str(tmp_path)), preexec=_file_size_limit(64_000))
+    _one_line_error(res, f"cannot write {out}: file too large")
+    assert _tree(tmp_path) == before  # the earlier table is intact, no partial file beside it
+
+
+# --- 6. extract: skipped lines, output formats -----------------------------------------------
+
+def test_extract_skips_only_the_bad_line_and_names_it(tmp_path):
+    recs = _chat_records(3)
+    lines = [json.dumps(recs[0]), "{not json", json.dumps(recs[1]), "", json.dumps(recs[2])]
+    src = tmp_path / "chat.jsonl"
+    src.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "t.parquet"
+    res = _run("extract", f"input={src}", f"out={out}", "progress=false",
+               env=_env(PULSE_HOME=str(tmp_path)))
+    assert res.returncode == 0, res.stderr
+    assert "extracted 3 session(s)" in res.stdout  # was: 3 records in, 0 out
+    assert f"{src}: read 3 session(s), skipped 1 line(s) (2); first: invalid JSON" in res.stdout
+    assert len(pd.read_parquet(out)) == 3
+
+
+def test_extract_writes_the_format_of_its_suffix(tmp_path):
+    src = tmp_path / "chat.jsonl"
+    src.write_text("\n".join(json.dumps(r) for r in _chat_records(4)) + "\n")
+    env = _env(PULSE_HOME=str(tmp_path))
+    out = tmp_path / "sessions.jsonl"
+    res = _run("extract", f"input={src}", f"out={out}", "progress=false", env=env)
+    assert res.returncode == 0, res.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["session_id"] for r in rows] == ["c0", "c1", "c2", "c3"]
+    res = _run("validate", f"data.path={out}", "features=progression", env=env)
+    assert res.returncode == 0, res.stderr  # was: "unsupported extension" on Parquet bytes
+    for bad in ("sessions", "sessions.json"):
+        res = _run("extract", f"input={src}", f"out={tmp_path / bad}", "progress=false",
+                   env=env)
+        _one_line_error(res, "must end in .parquet, .csv or .jsonl")
+        assert not (tmp_path / bad).exists()
+
+
+# --- 1. user mistakes that took the internal-error path --------------------------------------
+
+@pytest.mark.parametrize("verb,override,text", [
+    ("train", "tuning.n_trials=abc", "tuning.n_trials='abc' is not a whole number"),
+    ("train", "seed=abc", "seed='abc' is not a whole number"),
+    ("train", "cv.n_splits=1", "cv.n_splits=1 is out of range"),
+    ("train", "tuning.n_trials=-1", "tuning.n_trials=-1 is out of range"),
+    ("train", "tuning.n_trials=0", "tuning.n_trials=0 runs no trial"),
+    ("plan", "effect=big", "effect='big' is not a number"),
+])
+def test_bad_overrides_name_their_key(verb, override, text, small_demo, pulse_home):
+    store = pulse_home / "mlruns" / "mlflow.db"
+    before = _sha(store)
+    args = [f"data.path={small_demo}", "progress=false"] if verb == "train" else []
+    res = _run(verb, *args, override)
+    _one_line_error(res, text)
+    assert _sha(store) == before
+
+
+def test_infinite_count_and_huge_category_are_data_errors(small_demo, tmp_path):
+    frame = pd.read_parquet(small_demo)
+    frame["user_message_count"] = frame["user_message_count"].astype(float)
+    frame.loc[3, "user_message_count"] = np.inf
+    frame.loc[5, "task_category"] = "x" * 10_000
+    path = tmp_path / "bad.parquet"
+    frame.to_parquet(path)
+    res = _run("validate", f"data.path={path}")
+    _one_line_error(res, "2 problem(s) found")
+    assert "column 'user_message_count': infinite values in 1 row(s): row 4" in res.stderr
+    assert "(10000 characters)" in res.stderr and len(res.stderr) < 2500
+
+
+def test_paper_category_names_are_accepted(small_demo, pulse_home, tmp_path):
+    paper = {"fix_bugs": "Fix Bugs", "implement_features": "Implement Features",
+             "create_programs_from_scratch": "Create Programs from Scratch",
+             "fix_failing_ci": "Fix Failing Continuous Integration",
+             "fix_merge_conflicts": "Fix Merge Conflicts",
+             "write_documentation": "Write Documentation",
+             "perform_deployments": "Perform Deployments",
+             "perform_data_analysis": "Perform Data Analysis"}
+    frame = pd.read_parquet(small_demo)
+    frame["task_category"] = frame["task_category"].map(paper)
+    frame["user_sentiment"] = frame["user_sentiment"].str.upper()
+    path = tmp_path / "paper.parquet"
+    frame.to_parquet(path)
+    res = _run("validate", f"data.path={path}")
+    assert res.returncode == 0, res.stderr
+
+
+def test_model_whose_artifacts_were_deleted(registered, small_demo, pulse_home):
+    shutil.rmtree(pulse_home / "mlruns" / "artifacts")
+    res = _run("infer", f"data.path={small_demo}", "log_mlflow=false")
+    first = _one_line_error(res, "is registered, but its files are missing")
+    assert "version 1" in first
+
+
+# --- 9. LLM batches whose every call failed ---------------------------------------------------
+
+def test_judge_whose_calls_all_failed_exits_2(pulse_home, tmp_path):
+    frame = pd.DataFrame({"session_id": ["a", "b", "c"], "rating": [4.0, 2.0, 5.0],
+                          "transcript": [json.dumps([{"role": "user", "text": "hi"}])] * 3})
+    path = tmp_path / "t.parquet"
+    frame.to_parquet(path)
+    store = pulse_home / "mlruns" / "mlflow.db"
+    before = _sha(store)
+    base = f"http://127.0.0.1:{_free_port()}/v1"
+    res = _run("judge", f"data.path={path}", f"judge.api_base={base}", "judge.retries=0",
+               "progress=false", f"output={tmp_path / 'judge'}", f"cache_dir={tmp_path / 'c'}")
+    first = _one_line_error(res, "pulse-ml judge: all 3 LLM call(s) to openai/local-judge")
+    assert "3 x " in first and "Nothing was written or logged" in first  # was: exit 0, MSE nan
+    assert not (tmp_path / "judge").exists() and _sha(store) == before
+
+
+def test_extract_labeler_whose_calls_all_failed_exits_2(pulse_home, tmp_path):
+    src = tmp_path / "chat.jsonl"
+    src.write_text("\n".join(json.dumps(r) for r in _chat_records(2)) + "\n")
+    out = tmp_path / "t.parquet"
+    base = f"http://127.0.0.1:{_free_port()}/v1"
+    res = _run("extract", f"input={src}", f"out={out}", "labeler=local",
+               f"labeler.api_base={base}", "labeler.retries=0", "progress=false",
+               f"cache_dir={tmp_path / 'c'}")
+    _one_line_error(res, "pulse-ml extract labeler=local: all 4 LLM call(s)")
+    assert not out.exists()
+
+
+# --- 7. locations follow the user --------------------------------------------------------------
+
+def test_data_store_and_artifacts_follow_the_user(tmp_path, mlflow_template):
+    work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
+    work.mkdir()
+    elsewhere.mkdir()
+    shutil.copy(mlflow_template, elsewhere / "mlflow.db")
+    checkout = _tree(REPO / "mlruns") if (REPO / "mlruns").is_dir() else {}
+    env = _env(PULSE_HOME=None, MLFLOW_TRACKING_URI=None, PULSE_ARTIFACT_ROOT=None)
+    res = _run("simulate", "n_labeled=400", "unlabeled_ratio=3", "labeled_per_arm=40",
+               "min_labeled_per_arm=30", "mc_sessions=20000", env=env, cwd=work)
+    assert res.returncode == 0, res.stderr
+    assert (work / "data" / "demo" / "sessions.parquet").is_file()  # the cwd, not the checkout
+    env["MLFLOW_TRACKING_URI"] = f"sqlite:///{elsewhere / 'mlflow.db'}"
+    res = _run("train", *FAST, env=env, cwd=work)  # default data.path: ./data/demo
+    assert res.returncode == 0, res.stderr
+    assert list((elsewhere / "artifacts").rglob("ensemble.joblib"))  # beside the database
+    assert not (work / "mlruns").exists()
+    now = _tree(REPO / "mlruns") if (REPO / "mlruns").is_dir() else {}
+    assert now == checkout

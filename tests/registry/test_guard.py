@@ -1,0 +1,145 @@
+"""Store checks before any MLflow call (registry.guard) and the fault helpers (faults)."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import socket
+import sqlite3
+import time
+
+import pytest
+
+from pulse_ml import faults
+from pulse_ml.errors import PulseError
+from pulse_ml.registry import guard
+
+
+def _sha(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_sqlite_file_of_uris():
+    assert str(guard.sqlite_file("sqlite:////abs/mlflow.db")) == "/abs/mlflow.db"
+    assert str(guard.sqlite_file("sqlite:///rel/m.db?timeout=5")) == "rel/m.db"
+    assert guard.sqlite_file("sqlite:///:memory:") is None
+    assert guard.sqlite_file("http://host:5000") is None
+    assert guard.redact("http://u:pw@host:5000/x") == "http://u:***@host:5000/x"
+
+
+def test_inspect_sqlite_tells_fresh_mlflow_foreign_and_damaged(tmp_path, mlflow_template):
+    uri = "sqlite:///x"
+    assert guard.inspect_sqlite(uri, tmp_path / "absent.db") is True
+    (tmp_path / "empty.db").write_bytes(b"")
+    assert guard.inspect_sqlite(uri, tmp_path / "empty.db") is True
+    assert guard.inspect_sqlite(uri, mlflow_template) is False
+    foreign = tmp_path / "foreign.db"
+    con = sqlite3.connect(foreign)
+    con.execute("CREATE TABLE experiments (x)")  # one MLflow-like name is not enough
+    con.commit()
+    con.close()
+    before = _sha(foreign)
+    with pytest.raises(PulseError, match=r"another application's .*tables: experiments"):
+        guard.inspect_sqlite(uri, foreign)
+    assert _sha(foreign) == before
+    truncated = tmp_path / "cut.db"
+    data = mlflow_template.read_bytes()
+    truncated.write_bytes(data[: len(data) // 2])
+    with pytest.raises(PulseError, match="truncated"):
+        guard.inspect_sqlite(uri, truncated)
+    junk = tmp_path / "junk.db"
+    junk.write_text("hello, not a database" * 20)
+    with pytest.raises(PulseError, match="no SQLite header"):
+        guard.inspect_sqlite(uri, junk)
+
+
+def test_damaged_page_behind_a_valid_header_is_found(tmp_path, mlflow_template):
+    """Same size, valid header, a zeroed page in the middle: PRAGMA quick_check sees it."""
+    db = tmp_path / "bad.db"
+    data = bytearray(mlflow_template.read_bytes())
+    page = int.from_bytes(data[16:18], "big")
+    start = page * 3  # the fourth page: a table or index b-tree page of the schema
+    data[start:start + page] = b"\xff" * page
+    db.write_bytes(bytes(data))
+    with pytest.raises(PulseError, match="not a usable SQLite database"):
+        guard.inspect_sqlite("sqlite:///bad", db)
+
+
+def test_explicit_missing_folder_is_refused_default_is_created(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'typo' / 'mlflow.db'}"
+    with pytest.raises(PulseError, match="does not exist"):
+        guard.check_store(uri, explicit=True, write=True)
+    assert not (tmp_path / "typo").exists()
+    check = guard.check_store(uri, explicit=False, write=True)
+    assert check.fresh and (tmp_path / "typo").is_dir()
+
+
+def test_probe_http_is_bounded_by_its_timeout():
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        uri = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        start = time.perf_counter()
+        with pytest.raises(PulseError, match=r"does not answer \(no answer within 0.5 s\)"):
+            guard.probe_http(uri, 0.5)
+        assert time.perf_counter() - start < 3
+
+
+def test_seconds_from_env(monkeypatch):
+    monkeypatch.delenv("PULSE_TRACKING_TIMEOUT", raising=False)
+    assert guard.timeout_s() == 10.0
+    monkeypatch.setenv("PULSE_TRACKING_TIMEOUT", "2.5")
+    assert guard.timeout_s() == 2.5
+    for bad in ("0", "-1", "inf", "soon"):
+        monkeypatch.setenv("PULSE_TRACKING_TIMEOUT", bad)
+        with pytest.raises(PulseError, match="not a number of seconds"):
+            guard.timeout_s()
+
+
+def test_retry_locked_retries_only_locks():
+    calls = []
+
+    def flaky():
+        calls.append(1)
+        if len(calls) < 3:
+            raise sqlite3.OperationalError("database is locked")
+        return "ok"
+
+    assert faults.retry_locked(flaky, base_s=0.001, seed=0) == "ok" and len(calls) == 3
+    calls.clear()
+
+    def broken():
+        calls.append(1)
+        raise ValueError("not a lock")
+
+    with pytest.raises(ValueError):
+        faults.retry_locked(broken, base_s=0.001, seed=0)
+    assert len(calls) == 1
+
+    def always_locked():
+        raise sqlite3.OperationalError("database is locked")
+
+    with pytest.raises(sqlite3.OperationalError):
+        faults.retry_locked(always_locked, attempts=3, base_s=0.001, seed=0)
+
+
+def test_file_lock_excludes_a_second_holder(tmp_path):
+    lock = tmp_path / "store.lock"
+    with faults.file_lock(lock):
+        with pytest.raises(PulseError, match="held the lock"):
+            with faults.file_lock(lock, timeout_s=0.2):
+                pass
+    with faults.file_lock(lock, timeout_s=0.2):  # released: free again
+        pass
+
+
+def test_explain_environment_faults_only():
+    full = OSError(errno.ENOSPC, "No space left on device", "/x/out.parquet")
+    assert faults.explain(full).startswith("cannot write /x/out.parquet: no space left")
+    wrapped = RuntimeError("write failed")
+    wrapped.__cause__ = OSError(errno.EFBIG, "File too large")
+    assert "file too large" in faults.explain(wrapped)
+    assert "read-only" in faults.explain(
+        RuntimeError("(sqlite3.OperationalError) attempt to write a readonly database"))
+    assert faults.explain(ValueError("a real bug")) is None
+    assert faults.explain(KeyError("x")) is None
