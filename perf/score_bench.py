@@ -62,7 +62,9 @@ if mode == "memory":
                   "honest": used.astype("int8")}).to_parquet(out, index=False)
     n = len(frame)
 else:
-    n = score_file(ensemble, src, out, ScoreSettings(chunk_size=chunk, progress=False)).n_rows
+    fast = mode == "stream"   # "stream_old": the plain CrossFitEnsemble.predict path
+    n = score_file(ensemble, src, out,
+                   ScoreSettings(chunk_size=chunk, progress=False, fast=fast)).n_rows
 wall = time.perf_counter() - t0
 res = {"rows": n, "wall_s": wall, "rss_before_mb": base / 1024,
        "peak_rss_scoring_mb": rss_kb("VmHWM") / 1024 if reset else None,
@@ -170,21 +172,23 @@ def main() -> None:
             paths = generate(workdir, args.rows, args.labeled, args.seed)
             train(workdir, paths["parquet_rg100k"], args.model, env)
         runs = [("parquet (100k row groups)", "chunked", paths["parquet_rg100k"], args.chunk),
+                ("parquet (100k row groups)", "chunked OLD", paths["parquet_rg100k"], args.chunk),
                 ("parquet (100k row groups)", "one chunk", paths["parquet_rg100k"], 10**9),
                 ("parquet (100k row groups)", "in memory", paths["parquet_rg100k"], 0),
                 ("parquet (1 row group)", "chunked", paths["parquet_1rg"], args.chunk),
                 ("csv", "chunked", paths["csv"], args.chunk),
                 ("csv", "one chunk", paths["csv"], 10**9)]
-        print(f"\n{'input':27s} {'mode':10s} {'rows':>9s} {'wall s':>7s} {'rows/s':>9s} "
+        print(f"\n{'input':27s} {'mode':11s} {'rows':>9s} {'wall s':>7s} {'rows/s':>9s} "
               f"{'peak RSS scoring MB':>20s} {'ru_maxrss MB':>13s}"
               + (f" {'tracemalloc MB':>15s}" if args.tracemalloc else ""))
         if args.only:
             runs = [runs[int(i) - 1] for i in args.only.split(",")]
         for label, mode, src, chunk in runs:
-            kind = "memory" if mode == "in memory" else "stream"
+            kind = ("memory" if mode == "in memory" else
+                    "stream_old" if mode.endswith("OLD") else "stream")
             r = measure(kind, src, workdir / "out.parquet", chunk, args.tracemalloc, env)
             peak = r["peak_rss_scoring_mb"]
-            print(f"{label:27s} {mode:10s} {r['rows']:9,d} {r['wall_s']:7.1f} "
+            print(f"{label:27s} {mode:11s} {r['rows']:9,d} {r['wall_s']:7.1f} "
                   f"{r['rows'] / r['wall_s']:9,.0f} "
                   f"{'n/a' if peak is None else f'{peak:.0f}':>20s} {r['ru_maxrss_mb']:13.0f}"
                   + (f" {r['tracemalloc_peak_mb']:15.0f}" if args.tracemalloc else ""))

@@ -35,11 +35,17 @@ OUTPUT_SCHEMA = pa.schema([(ID, pa.string()), ("prediction", pa.float64()),
 
 @dataclass(frozen=True)
 class ScoreSettings:
-    """How to score: rows per chunk, honest (out-of-fold) mode and the progress bar."""
+    """How to score: rows per chunk, honest (out-of-fold) mode, progress bar, fast path.
+
+    ``fast=False`` is the plain :meth:`CrossFitEnsemble.predict` (kept for the benchmark and
+    the equality tests; both give the same predictions).
+    """
 
     chunk_size: int = 100_000
     honest: bool = True
     progress: bool = True
+    fast: bool = True  # FastPredictor (shared transform, distinct rows, native threads)
+    threads: int = 0  # native predict threads; 0 = the cores available to this process
 
 
 @dataclass(frozen=True)
@@ -65,22 +71,32 @@ class OofLookup:
     """Out-of-fold prediction by session_id, built once for every chunk."""
 
     def __init__(self, oof: pd.DataFrame):
-        self._series = pd.Series(oof["prediction"].to_numpy(dtype=float),
-                                 index=pd.Index(oof[ID].astype(str).to_numpy()))
+        self._index = pd.Index(oof[ID].astype(str).to_numpy())
+        if not self._index.is_unique:
+            raise PulseError("the model's out-of-fold table has duplicate session ids; "
+                             "re-train it on a table with unique session_id values.")
+        self._values = oof["prediction"].to_numpy(dtype=float)
 
     def __len__(self) -> int:
-        return len(self._series)
+        return len(self._index)
 
     def apply(self, ids: pd.Series, preds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Replace ``preds`` of sessions with an OOF value; returns ``(preds, used)``."""
-        matched = ids.astype(str).map(self._series).to_numpy(dtype=float, na_value=np.nan)
-        used = ~np.isnan(matched)
-        out = np.where(used, matched, preds)
+        """Replace ``preds`` of sessions with an OOF value; returns ``(preds, used)``.
+
+        One hash-table probe per row (``Index.get_indexer``), no per-row Python.
+        """
+        pos = self._index.get_indexer(ids.astype(str).to_numpy())
+        used = pos >= 0
+        out = np.where(used, self._values[np.where(used, pos, 0)], preds)
         return out, used
 
 
 def score_chunk(ensemble, chunk: pd.DataFrame, lookup: OofLookup | None) -> pa.Table:
-    """Predict one chunk; returns an Arrow table in :data:`OUTPUT_SCHEMA`."""
+    """Predict one chunk; returns an Arrow table in :data:`OUTPUT_SCHEMA`.
+
+    ``ensemble`` is anything with ``predict(frame)``: a ``CrossFitEnsemble`` or a
+    :class:`~pulse_ml.models.fast_predict.FastPredictor` around it.
+    """
     preds = np.asarray(ensemble.predict(chunk), dtype=float)
     ids = chunk[ID].astype(str)
     used = np.zeros(len(chunk), dtype=bool)
@@ -144,6 +160,11 @@ def score_file(ensemble, path: str | os.PathLike[str], out: str | os.PathLike[st
                              "needs them. Re-register it with `pulse-ml train`, or score with "
                              "honest=false (all sessions get the fold-model mean).")
         lookup = OofLookup(oof)
+    predictor = ensemble
+    if settings.fast:
+        from pulse_ml.models.fast_predict import FastPredictor
+
+        predictor = FastPredictor(ensemble, threads=settings.threads)
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + ".partial")
     start = time.perf_counter()
@@ -156,7 +177,7 @@ def score_file(ensemble, path: str | os.PathLike[str], out: str | os.PathLike[st
                                      features.of_kind("text")):
                 n_chunks += 1
                 chunk = validate_chunk(chunk, features, path, n_rows, n_chunks)
-                table = score_chunk(ensemble, chunk, lookup)
+                table = score_chunk(predictor, chunk, lookup)
                 writer.write_table(table)
                 n_honest += int(table.column("honest").to_numpy().sum())
                 n_rows += len(chunk)

@@ -12,6 +12,11 @@ Examples:
     pulse-ml score data.path=big_sessions.parquet out=predictions.parquet
     pulse-ml score data.path=sessions.csv chunk_size=50000 honest=false
     pulse-ml score model_uri=models:/pulse-satisfaction/3 data.path=s.parquet
+    pulse-ml score engine=spark data.path=sessions.parquet out=scores.parquet   # pulse-ml[scale]
+
+``engine=spark`` scores a Parquet table with ``mlflow.pyfunc.spark_udf`` (Spark local mode, or
+``spark_master=spark://host:7077`` / ``$SPARK_MASTER`` for a cluster) and writes ``out`` as a
+Parquet directory (Spark's row order); predictions and ``honest`` flags equal engine=local.
 """
 
 from __future__ import annotations
@@ -30,18 +35,28 @@ class ScoreJob:
     data_path: Path
     out: Path
     settings: ScoreSettings
+    engine: str = "local"
+    spark_master: str | None = None
 
 
 def settings_from_config(cfg) -> ScoreJob:
     """Read the composed config once."""
-    from pulse_ml.config import flag, number
+    from pulse_ml.config import choice, flag, is_missing, number
 
     chunk_size = number(cfg, "chunk_size", "score", 1, None, integer=True)
     honest = flag(cfg, "honest", "score")
+    threads = number(cfg, "threads", "score", 0, None, integer=True, optional=True)
+    engine = choice(cfg, "engine", "score", {
+        "local": "stream the table on this machine (chunks, bounded memory)",
+        "spark": "mlflow.pyfunc.spark_udf on Spark (local mode or spark_master)"})
+    master = None if is_missing(cfg, "spark_master") else str(cfg.select("spark_master"))
     return ScoreJob(model_uri=str(cfg.model_uri), data_path=Path(str(cfg.data.path)),
                     out=Path(str(cfg.out)),
                     settings=ScoreSettings(chunk_size=chunk_size, honest=honest,
-                                           progress=flag(cfg, "progress", "score", True)))
+                                           progress=flag(cfg, "progress", "score", True),
+                                           threads=int(threads or 0)),
+                    engine=str(engine),
+                    spark_master=master)
 
 
 def run(cfg) -> ScoreResult:
@@ -50,6 +65,8 @@ def run(cfg) -> ScoreResult:
 
     job = settings_from_config(cfg)
     preflight(job.data_path, job.out, job.settings)  # fail fast, before loading the model
+    if job.engine == "spark":
+        return _run_spark(job)
     ensemble, version = models.load_model(job.model_uri)
     label = job.model_uri + (f" (version {version.version})" if version is not None else "")
     mode = ("honest (out-of-fold for training sessions)" if job.settings.honest
@@ -61,4 +78,20 @@ def run(cfg) -> ScoreResult:
     print(f"scored {result.n_rows} sessions in {result.n_chunks} chunk(s), {result.seconds:.1f} s "
           f"({rate:,.0f} rows/s); {result.n_honest} got their out-of-fold prediction")
     print(f"written to {result.out}")
+    return result
+
+
+def _run_spark(job: ScoreJob):
+    """``engine=spark``: :func:`pulse_ml.inference.spark_scoring.score_spark`."""
+    from pulse_ml.inference.spark_scoring import require_pyspark, score_spark
+    from pulse_ml.registry import models
+
+    require_pyspark()  # before loading anything
+    ensemble, _ = models.load_model(job.model_uri)
+    print(f"scoring {job.data_path} on Spark ({job.spark_master or 'local[*]'}) with "
+          f"{job.model_uri} through mlflow.pyfunc.spark_udf")
+    result = score_spark(ensemble, job.model_uri, job.data_path, job.out,
+                         honest=job.settings.honest, master=job.spark_master)
+    print(f"scored {result.n_rows} sessions in {result.seconds:.1f} s; {result.n_honest} got "
+          f"their out-of-fold prediction\nwritten to {result.out} (a Parquet directory)")
     return result

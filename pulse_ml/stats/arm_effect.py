@@ -369,7 +369,12 @@ def compare_arms(
     weighted = w_c is not None or w_t is not None
     names = ["clusters_c", "clusters_unl_c", "clusters_t", "clusters_unl_t"]
     sizes = [yc.size, fuc.size, yt.size, fut.size]
-    (cl_c, cu_c, cl_t, cu_t), n_codes = cluster_codes(keys, sizes, names)
+    # Unlabeled samples without cluster ids are one cluster per session: session_moments
+    # takes them in two passes without codes (an arange of 10^6 codes costs more than that).
+    singleton = (clusters_unl_c is None, clusters_unl_t is None)
+    code_sizes = [0 if single else n for single, n in
+                  zip((False, singleton[0], False, singleton[1]), sizes, strict=True)]
+    (cl_c, cu_c, cl_t, cu_t), n_codes = cluster_codes(keys, code_sizes, names)
     _refuse(yc, cl_c, clusters_c, "control")
     _refuse(yt, cl_t, clusters_t, "treatment")
     if not (small_sample or clustered or weighted) and lam_mode == "per_arm":
@@ -378,10 +383,11 @@ def compare_arms(
     # Center by constants common to both arms: effects are unchanged, sums lose cancellation.
     cy, cf = float(np.concatenate([yc, yt]).mean()), float(np.concatenate([fc, ft]).mean())
     arms = [
-        (cl, (y - cy)[None], (f - cf)[None], w[None], cu, (fu - cf)[None])
-        for cl, y, f, w, cu, fu in ((cl_c, yc, fc, wc, cu_c, fuc), (cl_t, yt, ft, wt, cu_t, fut))
+        (cl, (y - cy)[None], (f - cf)[None], w[None], cu, fu[None] if single else (fu - cf)[None])
+        for cl, y, f, w, cu, fu, single in ((cl_c, yc, fc, wc, cu_c, fuc, singleton[0]),
+                                            (cl_t, yt, ft, wt, cu_t, fut, singleton[1]))
     ]
-    res = engine.solve(session_moments(arms, n_codes), weighted=weighted,
+    res = engine.solve(session_moments(arms, n_codes, singleton, unl_shift=cf), weighted=weighted,
                        small_sample=small_sample, lam_mode=lam_mode, clustered=clustered)
     q_n, q_a = engine.quantile(alpha, res.naive_df)[0], engine.quantile(alpha, res.aug_df)[0]
     naive = _estimate(res.naive_effect[0], res.naive_se[0], q_n, res.naive_df[0])

@@ -179,21 +179,68 @@ def _sample_sums(codes: NDArray[np.intp], cols: list[Array], n_codes: int
     return present, rank, np.stack([_bincount(rank[codes], v, k) for v in cols], axis=-1)
 
 
-def _one_chunk(arms: list[tuple], n_codes: int) -> Moments:
+_BLOCK = 1 << 15  # values per block of a singleton sample (cache-resident temporaries)
+
+
+def _singleton_moments(fu: Array, shift: float = 0.0) -> tuple[Array, Array]:
+    """Unlabeled sample whose sessions are their own clusters: ``(sums, gram block)``.
+
+    Every cluster holds one session, so the per-cluster sums are the columns themselves and
+    ``sum_g z_g z_g^T`` of ``(mu, su) = (1, f)`` is ``[[N, sum f], [sum f, sum f^2]]`` with
+    ``f = fu - shift`` (centering against cancellation). One pass over ``fu`` in blocks: the
+    centered block stays in cache, no bincount, cluster ranks or full-size temporaries.
+    """
+    r, n = fu.shape
+    s1, s2 = np.zeros(r), np.zeros(r)
+    for start in range(0, n, _BLOCK):
+        d = fu[:, start : start + _BLOCK] - shift
+        s1 += d.sum(axis=1)
+        s2 += np.einsum("ij,ij->i", d, d)  # numpy's SIMD loop: no BLAS thread wake-up
+    sums = np.stack([np.full(r, float(n)), s1, s2], axis=-1)  # (R, 3): m, su, suu
+    gram = np.stack([np.stack([sums[:, 0], s1], -1), np.stack([s1, s2], -1)], -2)
+    return sums, gram
+
+
+def _one_chunk(arms: list[tuple], n_codes: int,
+               singleton_unl: tuple[bool, bool] = (False, False),
+               unl_shift: float = 0.0) -> Moments:
     r = arms[0][1].shape[0]
+    if any(singleton_unl):  # the other samples' codes, renumbered 0..k-1 (same clusters)
+        used = [arm[0] for arm in arms] + [arm[4] for a, arm in enumerate(arms)
+                                           if not singleton_unl[a]]
+        uniq = np.unique(np.concatenate(used))
+        n_codes = uniq.size
+        arms = [(np.searchsorted(uniq, cl), y, f, w,
+                 cu if singleton_unl[a] else np.searchsorted(uniq, cu), fu)
+                for a, (cl, y, f, w, cu, fu) in enumerate(arms)]
     samples = []  # (present, rank, sums, gram columns) for lab_c, unl_c, lab_t, unl_t
+    single = {}  # arm -> (sums (R, 3), gram (R, 2, 2)) of a singleton unlabeled sample
     tot = np.zeros((r, 2, len(RAW)))
     for a, (cl, y, f, w, cu, fu) in enumerate(arms):
         pr_l, rk_l, lab = _sample_sums(cl, _lab_columns(y, f, w), n_codes)
-        pr_u, rk_u, unl = _sample_sums(cu, _unl_columns(fu), n_codes)
-        tot[:, a, :_N_LAB], tot[:, a, _N_LAB:] = lab.sum(axis=1), unl.sum(axis=1)
+        tot[:, a, :_N_LAB] = lab.sum(axis=1)
         o = a * len(LIN)
         samples.append((pr_l, rk_l, lab, np.arange(o, o + _N_LIN_LAB)))
+        if singleton_unl[a]:
+            single[a] = _singleton_moments(fu, unl_shift)
+            tot[:, a, _N_LAB:] = single[a][0]
+            samples.append(None)
+            continue
+        pr_u, rk_u, unl = _sample_sums(cu, _unl_columns(fu), n_codes)
+        tot[:, a, _N_LAB:] = unl.sum(axis=1)
         samples.append((pr_u, rk_u, unl, np.arange(o + _N_LIN_LAB, o + len(LIN))))
     gram = np.zeros((r, 2 * len(LIN), 2 * len(LIN)))
-    for p, (pr_p, rk_p, s_p, cols_p) in enumerate(samples):
+    for a, (_, block) in single.items():  # singleton clusters meet no other sample
+        cols = np.arange(a * len(LIN) + _N_LIN_LAB, (a + 1) * len(LIN))
+        gram[:, cols[:, None], cols[None, :]] += block
+    for p, sample_p in enumerate(samples):
+        if sample_p is None:
+            continue
+        pr_p, rk_p, s_p, cols_p = sample_p
         z_p = s_p[..., : cols_p.size]
         for q in range(p, len(samples)):
+            if samples[q] is None:
+                continue
             pr_q, rk_q, s_q, cols_q = samples[q]
             z_q = s_q[..., : cols_q.size]
             if q != p:
@@ -208,8 +255,22 @@ def _one_chunk(arms: list[tuple], n_codes: int) -> Moments:
             if q != p:
                 gram[:, cols_q[:, None], cols_p[None, :]] += block.transpose(0, 2, 1)
     per_arm = {k: np.zeros((r, 2)) for k in ("g_lab", "g_unl", "g_all", "t2", "m2", "mu2")}
+    extra_any = 0
     for a in (0, 1):
-        (pr_l, _, lab, _), (pr_u, _, unl, _) = samples[2 * a], samples[2 * a + 1]
+        pr_l, _, lab, _ = samples[2 * a]
+        if a in single:  # labeled clusters as usual, plus N one-session clusters
+            sums_u = single[a][0]
+            n_u = int(arms[a][5].shape[1])
+            count = lab[0, :, 0]
+            total = lab[..., RAW_INDEX["sf"]]
+            per_arm["g_lab"][:, a], per_arm["g_unl"][:, a] = count.size, n_u
+            per_arm["g_all"][:, a] = count.size + n_u
+            per_arm["t2"][:, a] = (total**2 / np.maximum(count, 1.0)).sum(axis=1) + sums_u[:, 2]
+            per_arm["m2"][:, a] = (count**2).sum() + n_u
+            per_arm["mu2"][:, a] = n_u
+            extra_any += n_u
+            continue
+        pr_u, _, unl, _ = samples[2 * a + 1]
         union = pr_l | pr_u
         rank = np.cumsum(union) - 1
         pos_l, pos_u = rank[np.flatnonzero(pr_l)], rank[np.flatnonzero(pr_u)]
@@ -225,22 +286,33 @@ def _one_chunk(arms: list[tuple], n_codes: int) -> Moments:
         per_arm["m2"][:, a] = (count**2).sum()
         per_arm["mu2"][:, a] = (unl[0, :, 0] ** 2).sum()
     lab_union = samples[0][0] | samples[2][0]
-    any_union = lab_union | samples[1][0] | samples[3][0]
+    any_union = lab_union.copy()
+    for sample in (samples[1], samples[3]):
+        if sample is not None:
+            any_union |= sample[0]
     return Moments(
         tot=tot, gram=gram, g_lab=per_arm["g_lab"], g_unl=per_arm["g_unl"],
         g_all=per_arm["g_all"], g_lab_union=np.full(r, float(lab_union.sum())),
-        g_any=np.full(r, float(any_union.sum())), t2_over_m=per_arm["t2"], m2=per_arm["m2"],
-        mu2=per_arm["mu2"],
+        g_any=np.full(r, float(any_union.sum() + extra_any)), t2_over_m=per_arm["t2"],
+        m2=per_arm["m2"], mu2=per_arm["mu2"],
     )
 
 
-def session_moments(arms: list[tuple], n_codes: int) -> Moments:
+def session_moments(arms: list[tuple], n_codes: int,
+                    singleton_unl: tuple[bool, bool] = (False, False),
+                    unl_shift: float = 0.0) -> Moments:
     """Moments of a batch of data sets sharing one design, from session-level arrays.
 
     Args:
         arms: Per arm (control first) ``(codes_l, y, f, w, codes_u, fu)``: cluster codes of the
             labeled (n,) and unlabeled (N,) sessions and values of shape (R, n) / (R, N).
         n_codes: Number of cluster codes shared by the arms.
+        singleton_unl: Per arm, True when every unlabeled session is its own cluster and no
+            other sample uses those codes (``cluster_codes`` with ``None`` for that sample):
+            the unlabeled moments are then two passes over the predictions (same values as
+            the general path up to floating-point summation order). ``codes_u`` is not read.
+        unl_shift: Subtracted from the predictions of singleton unlabeled samples (block by
+            block, so callers need not make a centered copy of them).
 
     Returns:
         Moments with leading axis R (computed in chunks of replications to bound memory).
@@ -249,10 +321,11 @@ def session_moments(arms: list[tuple], n_codes: int) -> Moments:
     per_rep = sum(arm[1].shape[1] * _N_LAB + arm[5].shape[1] * 3 for arm in arms)
     step = max(1, _CHUNK // max(per_rep, 1))
     if r <= step:
-        return _one_chunk(arms, n_codes)
+        return _one_chunk(arms, n_codes, singleton_unl, unl_shift)
     parts = []
     for start in range(0, r, step):
         sl = slice(start, start + step)
         parts.append(_one_chunk(
-            [(cl, y[sl], f[sl], w[sl], cu, fu[sl]) for cl, y, f, w, cu, fu in arms], n_codes))
+            [(cl, y[sl], f[sl], w[sl], cu, fu[sl]) for cl, y, f, w, cu, fu in arms], n_codes,
+            singleton_unl, unl_shift))
     return Moments.concat(parts)
