@@ -26,6 +26,7 @@ from pulse_ml.config import Node, choice, flag, number, require
 from pulse_ml.errors import PulseError
 from pulse_ml.inference.effects import CLUSTER_MODES, InferenceSettings
 from pulse_ml.inference.honest import PREDICTION_MODES, honest_data
+from pulse_ml.report.tables import say
 from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.readers import load_ground_truth, read_frame
 
@@ -85,15 +86,6 @@ def _verdict_sentence(a) -> str:
     return "inconclusive at this number of labels or splits (" + a.reason + ")."
 
 
-def _printer(width: int = 100):
-    import textwrap
-
-    def say(line: str) -> None:
-        print(textwrap.fill(line, width, subsequent_indent="     ", break_on_hyphens=False))
-
-    return say
-
-
 def run(cfg: Node):
     """Entry point of ``pulse-ml audit``."""
     from pulse_ml.inference.audit import audit, split_half
@@ -128,32 +120,31 @@ def run(cfg: Node):
             {**summary, "mode": mode, "split_half": split,
              "verdict": halves["augmented"].verdict}, indent=2, default=str))
     nominal = 1 - settings.alpha
-    say = _printer()
     for note in notes:
         say(f"note: {note}")
     unit = "users" if settings.clusters else "sessions"
-    print(f"audit of '{name}' ({mode} predictions, {unit} as independent units)")
-    print(f"1. split-half audit: {halves['augmented'].replications} random splits of the {unit} "
+    say(f"audit of '{name}' ({mode} predictions, {unit} as independent units)")
+    say(f"1. split-half audit: {halves['augmented'].replications} random splits of the {unit} "
           "into two halves;")
     say("   passes when the two halves' estimates differ by no more than their intervals allow "
         f"(a valid method passes ~{nominal:.0%} of splits)")
     for method, a in halves.items():
-        print(f"   {method:9s} pass rate {a.rate:.3f} ± {a.mc_se:.3f} (Monte-Carlo s.e.)  "
+        say(f"   {method:9s} pass rate {a.rate:.3f} ± {a.mc_se:.3f} (Monte-Carlo s.e.)  "
               f"-> {a.verdict}")
     say(f"   verdict: {_verdict_sentence(halves['augmented'])}")
-    print("2. labeled-vs-unlabeled consistency (hide labels, compare with all labels; "
+    say("2. labeled-vs-unlabeled consistency (hide labels, compare with all labels; "
           "not a coverage check):")
-    print(f"   {res.replications} replications hiding {res.hide_share:.0%} of the labels; "
+    say(f"   {res.replications} replications hiding {res.hide_share:.0%} of the labels; "
           f"reference = {res.reference_kind}")
     expected = (f"(a valid interval: ~{res.expected_coverage:.3f})"
                 if res.expected_coverage is not None else f"(nominal {nominal:.2f})")
     mc = np.sqrt(max(res.coverage_augmented * (1 - res.coverage_augmented), 1e-12)
                  / res.replications)
-    print(f"   raw coverage         naive {res.coverage_naive:.3f}   augmented "
+    say(f"   raw coverage         naive {res.coverage_naive:.3f}   augmented "
           f"{res.coverage_augmented:.3f} ± {mc:.3f}  {expected}")
-    print(f"   calibrated coverage  naive {res.calibrated_coverage_naive:.3f}   augmented "
+    say(f"   calibrated coverage  naive {res.calibrated_coverage_naive:.3f}   augmented "
           f"{res.calibrated_coverage_augmented:.3f}   (nominal {nominal:.2f})")
-    print(f"   mean CI width        naive {res.mean_width_naive:.4f}   augmented "
+    say(f"   mean CI width        naive {res.mean_width_naive:.4f}   augmented "
           f"{res.mean_width_augmented:.4f}   ratio {res.mean_width_ratio:.3f}")
     if res.calibrated_coverage_augmented < min(nominal, res.calibrated_coverage_naive) - 0.05:
         say("   warning: labeled sessions look different from unlabeled ones to the predictor "
@@ -187,5 +178,5 @@ def _log_run(job: AuditSettings, summary: dict, files: list[Path], version, raw)
         description=(f"Coverage audit of case study `{job.case_study}` ({job.replications} "
                      f"replications, {job.mode} predictions) with model `{job.model_uri}`."))
     hint = links.ui_hint_once()
-    print(f"MLflow run {run_id} in experiment pulse-infer: {runs.run_link(run_id)}"
+    say(f"MLflow run {run_id} in experiment pulse-infer: {runs.run_link(run_id)}"
           + (f"\n{hint}" if hint else ""))

@@ -29,7 +29,7 @@ import pandas as pd
 
 from pulse_ml.config import Node, flag, names, number, text
 from pulse_ml.errors import PulseError
-from pulse_ml.report.tables import markdown_table, text_table
+from pulse_ml.report.tables import markdown_table, say, text_table
 from pulse_ml.stats.paired import expected_ci_reduction_at_ratio
 from pulse_ml.training.paired import PairedSettings
 
@@ -232,6 +232,19 @@ def _with_paired(table: pd.DataFrame, paired: pd.DataFrame, ref_run: str | None)
     return out
 
 
+def _terminal_view(shown: pd.DataFrame) -> pd.DataFrame:
+    """The columns that fit 100 columns: name, features, scores, CI reduction, the pairing."""
+    view = pd.DataFrame({"name": shown["name"], "features": shown["features"]})
+    view["mse"] = [f"{m:.3f}±{s:.3f}" if pd.notna(s) else f"{m:.3f}"
+                   for m, s in zip(shown["mse"], shown["mse_std"], strict=True)]
+    view["r"] = [f"{m:.3f}±{s:.3f}" if pd.notna(s) else f"{m:.3f}"
+                 for m, s in zip(shown["r"], shown["r_std"], strict=True)]
+    for col in ("ci_red_%", "version", "d_mse", "d_mse_ci"):
+        if col in shown:
+            view[col] = shown[col]
+    return view
+
+
 def run(cfg: Node) -> pd.DataFrame:
     """Entry point of ``pulse-ml compare``."""
     from pulse_ml.registry import runs as registry_runs
@@ -259,19 +272,19 @@ def run(cfg: Node) -> pd.DataFrame:
             ablation.to_csv(stage / f"{stem}.csv", index=False)
             (stage / f"{stem}.md").write_text(markdown_table(view) + "\n")
             ablation_plot(ablation, stage / f"{stem}.png", job.group_by)
-        print(f"ablation by {', '.join(job.group_by)}: mean ± sd over the runs of each group "
+        say(f"ablation by {', '.join(job.group_by)}: mean ± sd over the runs of each group "
               f"(seeds); expected CI reduction at the data's N/n and at N/n = "
               f"{job.ci_ratio:g}")
-        print(text_table(view))
+        say(text_table(view))
         pooled = [k for k, c in (("family", "families"), ("features", "feature_sets"))
                   if k not in job.group_by and (ablation[c] > 1).any()]
         if pooled:
-            print(f"note: rows pool runs of several {' and '.join(pooled)}; add them to "
+            say(f"note: rows pool runs of several {' and '.join(pooled)}; add them to "
                   f"group_by (e.g. group_by=[{','.join([*pooled, *job.group_by])}]) to "
                   "separate them.")
-        print("note: the sd over seeds measures tuning/estimator randomness on fixed folds; "
+        say("note: the sd over seeds measures tuning/estimator randomness on fixed folds; "
               "the paired interval of `pulse-ml compare` measures the data's noise.")
-        print(f"\nwritten: {out / f'{stem}.md'}, {out / f'{stem}.csv'}, {out / f'{stem}.png'}")
+        say(f"\nwritten: {out / f'{stem}.md'}, {out / f'{stem}.csv'}, {out / f'{stem}.png'}")
         return ablation
     reference = _reference(job.reference)
     paired = (paired_frame(table, reference, job.paired) if reference is not None
@@ -284,8 +297,9 @@ def run(cfg: Node) -> pd.DataFrame:
         table.drop(columns=["data", "labels"]).to_csv(stage / "comparison.csv", index=False)
         (stage / "comparison.md").write_text(markdown_table(shown) + "\n")
         comparison_plot(table, stage / "comparison.png")
-    print(text_table(shown))
-    print(f"ci_red_% = expected CI reduction 1 - sqrt(1 - r² N/(n+N)) at the training data's "
+    say(text_table(_terminal_view(shown)))
+    say("(the full table, with ± std over folds, MAE and timings: comparison.md / .csv)")
+    say(f"ci_red_% = expected CI reduction 1 - sqrt(1 - r² N/(n+N)) at the training data's "
           f"N/n; ci_red_ref_% at N/n = {job.ci_ratio:g}.")
     written = [out / "comparison.md", out / "comparison.csv", out / "comparison.png"]
     if not paired.empty:
@@ -293,15 +307,15 @@ def run(cfg: Node) -> pd.DataFrame:
         paired_plot(paired, out / "paired.png", reference[0])
         written += [out / "paired.csv", out / "paired.png"]
         level = round(100 * (1 - job.paired.alpha))
-        print(f"\npaired with {reference[0]} on the same sessions ({level}% intervals, "
+        say(f"\npaired with {reference[0]} on the same sessions ({level}% intervals, "
               f"bootstrap over {int(paired['n_groups'].iloc[0])} users, "
               f"{job.paired.n_boot} resamples; new - reference):")
         view = paired[["name", "features", "seed", "version", "delta_mse", "mse_ci_lower",
                        "mse_ci_upper", "delta_r", "r_ci_lower", "r_ci_upper"]].copy()
         view["significant"] = np.where(view["mse_ci_upper"] < 0, "better",
                                        np.where(view["mse_ci_lower"] > 0, "worse", "no"))
-        print(text_table(view, digits=4))
+        say(text_table(view, digits=4))
     elif reference is not None:
-        print(f"\n(no other family on the data of {reference[0]} to pair with)")
-    print("\nwritten: " + ", ".join(str(p) for p in written))
+        say(f"\n(no other family on the data of {reference[0]} to pair with)")
+    say("\nwritten: " + ", ".join(str(p) for p in written))
     return table

@@ -39,7 +39,7 @@ from pulse_ml.inference.effects import (
     effects_frame,
 )
 from pulse_ml.inference.honest import PREDICTION_MODES, honest_data
-from pulse_ml.report.tables import markdown_table, text_table
+from pulse_ml.report.tables import markdown_table, say, text_table
 from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.readers import load_ground_truth, read_frame
 
@@ -186,16 +186,6 @@ def printable(effects: pd.DataFrame, truth: dict[str, float]) -> pd.DataFrame:
     return view
 
 
-def _printer(width: int = 100):
-    """print() that wraps long lines at ``width`` with a hanging indent."""
-    import textwrap
-
-    def say(line: str) -> None:
-        print(textwrap.fill(line, width, subsequent_indent="  ", break_on_hyphens=False))
-
-    return say
-
-
 def run(cfg: Node) -> pd.DataFrame:
     """Entry point of ``pulse-ml infer``."""
     return run_settings(settings_from_config(cfg))
@@ -217,7 +207,7 @@ def run_settings(job: InferJob) -> pd.DataFrame:
         raise PulseError(f"{job.data_path}: no two-arm case study in column 'case_study'. Fill "
                          "case_study/condition for the sessions of each A/B test.")
     if job.mode == "in_sample":
-        print(IN_SAMPLE_WARNING, file=sys.stderr)
+        say(IN_SAMPLE_WARNING, file=sys.stderr)
     results = [analyse(table, preds, study, job.settings) for study in table.case_studies]
     effects = effects_frame(results)
     truth = load_ground_truth(job.data_path)
@@ -241,12 +231,11 @@ def run_settings(job: InferJob) -> pd.DataFrame:
                   if k in tags}}
     files = write_outputs(job, effects, results, meta, truth, lineage)
     run_id = log_run(job, effects, files, version, meta, raw) if job.log_mlflow else None
-    say = _printer()
     say(f"model {job.model_uri} (version {meta['model_version']}, {ensemble.family}, features "
         f"'{ensemble.features.name}'); {job.mode} predictions ({n_oof} labeled sessions got "
         "their out-of-fold prediction)")
     if job.print_table:
-        print(text_table(printable(effects, truth), digits=3))
+        say(text_table(printable(effects, truth), digits=3))
     for note in (*table.notes, *honesty_notes):
         say(f"note: {note}")
     if job.settings.reweight:
@@ -272,5 +261,5 @@ def run_settings(job: InferJob) -> pd.DataFrame:
     if run_id:
         say(f"MLflow run {run_id} in experiment pulse-infer: {_run_link(run_id)}")
     if job.mode == "in_sample":
-        print(IN_SAMPLE_WARNING)
+        say(IN_SAMPLE_WARNING)
     return effects

@@ -48,7 +48,7 @@ from pulse_ml.inference.monitor import (
     printable,
     stop_lines,
 )
-from pulse_ml.report.tables import text_table
+from pulse_ml.report.tables import say, text_table
 from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.readers import read_frame
 
@@ -198,21 +198,21 @@ def run_settings(job: MonitorJob) -> Monitoring:
             "notes": [*table.notes, *data.notes, *result.notes]}
     files = write_outputs(job, result, meta)
     run_id = log_run(job, result, files, version, meta) if job.log_mlflow else None
-    print(f"model {job.model_uri} (version {meta['model_version']}, {ensemble.family}, features "
+    say(f"model {job.model_uri} (version {meta['model_version']}, {ensemble.family}, features "
           f"'{ensemble.features.name}'); honest predictions ({data.n_with_oof} labeled sessions "
           f"got their out-of-fold prediction); alpha {job.settings.alpha}, clusters "
           f"{meta['clusters']}, looks {meta['looks']}")
     for study, first in zip(result.data.studies, result.data.first_day, strict=True):
-        print(f"\n== {study.name}: {study.treatment} - {study.control}; day 1 = {first.date()}; "
+        say(f"\n== {study.name}: {study.treatment} - {study.control}; day 1 = {first.date()}; "
               f"sequence tightest at {result.target_labels[study.name]:.0f} labels")
-        print(text_table(printable(result.frame, study.name)))
+        say(text_table(printable(result.frame, study.name)))
         for line in stop_lines(result.stops, result.frame, study.name):
-            print(line)
+            say(line)
     for note in meta["notes"]:
-        print(f"note: {note}")
+        say(f"note: {note}")
     level = f"{100 * (1 - job.settings.alpha):g}%"
-    print(f"\nCI = fixed {level} interval (valid at one pre-planned look); CS = {level} "
+    say(f"\nCI = fixed {level} interval (valid at one pre-planned look); CS = {level} "
           "confidence sequence (valid at every look at once)")
-    print(f"written to {job.output}: " + ", ".join(f.name for f in files)
+    say(f"written to {job.output}: " + ", ".join(f.name for f in files)
           + (f"\nMLflow run {run_id} in experiment pulse-infer" if run_id else ""))
     return result

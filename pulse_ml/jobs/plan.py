@@ -23,6 +23,7 @@ import pandas as pd
 
 from pulse_ml.config import number, require
 from pulse_ml.errors import PulseError
+from pulse_ml.report.tables import say
 from pulse_ml.training.metrics import pearson
 
 
@@ -53,21 +54,21 @@ def run(cfg):
     power = number(cfg, "power", "plan", alpha / 2, 1, open_interval=True)
     rho = float(rho)
     if rho <= 0:
-        print(f"note: honest r {rho:.3f} <= 0: PPI++ sets lambda to 0 and gains nothing; "
+        say(f"note: honest r {rho:.3f} <= 0: PPI++ sets lambda to 0 and gains nothing; "
               "planning with r = 0.")
     deff, deff_source = _design_effect(cfg)
     plan = labels_needed(effect, float(sd), max(rho, 0.0), n_unl, alpha, power,
                          design_effect=deff)
-    print(textwrap.fill(
+    say(textwrap.fill(
           f"to detect an effect of {effect:+.3f} stars (two-sided alpha {cfg.alpha}, power "
           f"{cfg.power}) with rating s.d. {float(sd):.3f}, honest r {float(rho):.3f} from "
           f"{source}, {n_unl:,} unlabeled sessions per arm and a users' design effect of "
           f"{deff:.2f} ({deff_source}):", 100))
-    print(f"  naive A/B test : {plan.n_naive:>7,} rated sessions per arm")
-    print(f"  with PPI++     : {plan.n_ppi:>7,} rated sessions per arm")
-    print(f"  saving         : {plan.saving:>7,} per arm ({plan.saving_pct:.1f}%)")
+    say(f"  naive A/B test : {plan.n_naive:>7,} rated sessions per arm")
+    say(f"  with PPI++     : {plan.n_ppi:>7,} rated sessions per arm")
+    say(f"  saving         : {plan.saving:>7,} per arm ({plan.saving_pct:.1f}%)")
     ratio = theoretical_width_ratio(max(rho, 0.0), plan.n_ppi, n_unl)
-    print(f"  (CI width ratio at that size: {float(ratio):.3f}; a better predictor, not more "
+    say(f"  (CI width ratio at that size: {float(ratio):.3f}; a better predictor, not more "
           "unlabeled data,\n   is what narrows it further)")
     if volumes is not None:
         monitoring(volumes, effect, float(sd), max(rho, 0.0), alpha, power)
@@ -114,15 +115,15 @@ def monitoring(volumes: dict, effect: float, sd: float, rho: float, alpha: float
     Returns:
         The :class:`~pulse_ml.stats.sequential.MonitorPlan`.
     """
-    from pulse_ml.report.tables import text_table
+    from pulse_ml.report.tables import say, text_table
     from pulse_ml.stats.sequential import plan_monitoring
 
     daily, daily_unl, days = volumes["daily"], volumes["daily_unl"], volumes["days"]
     target, deff = volumes["target"], volumes["deff"]
     mp = plan_monitoring(effect, sd, rho, daily, daily_unl, alpha, power, deff, days, target)
-    print(f"\nmonitored daily for {days} days, {daily:g} labeled + {daily_unl:g} unlabeled "
+    say(f"\nmonitored daily for {days} days, {daily:g} labeled + {daily_unl:g} unlabeled "
           "sessions per arm per day")
-    print(f"(anytime-valid sequences, tightest on day {mp.target_day}"
+    say(f"(anytime-valid sequences, tightest on day {mp.target_day}"
           f"{'' if deff == 1 else f', design effect {deff:g}'}):")
     rows = []
     for name, p in (("naive", mp.naive), ("PPI++", mp.augmented)):
@@ -132,11 +133,11 @@ def monitoring(volumes: dict, effect: float, sd: float, rho: float, alpha: float
                      f"P(by_day_{days})": p.p_conclusive,
                      "fixed_horizon_days": p.fixed_days,
                      "fixed_labels_per_arm": p.fixed_labels_per_arm})
-    print("\n".join("  " + line for line in text_table(pd.DataFrame(rows)).splitlines()))
+    say("\n".join("  " + line for line in text_table(pd.DataFrame(rows)).splitlines()))
     if mp.median_ratio is not None:
-        print(f"  PPI++ is conclusive in {mp.median_ratio:.2f}x the days of naive (median; "
+        say(f"  PPI++ is conclusive in {mp.median_ratio:.2f}x the days of naive (median; "
               f"variance ratio {mp.variance_ratio:.3f})")
-    print(f"  '-' = not within {days} days; fixed-horizon days = one look at the end.")
-    print(f"  With no effect, peeking daily at a fixed {1 - alpha:.0%} CI errs "
+    say(f"  '-' = not within {days} days; fixed-horizon days = one look at the end.")
+    say(f"  With no effect, peeking daily at a fixed {1 - alpha:.0%} CI errs "
           f"{mp.peeking_type1:.1%} of the time; the sequence {mp.sequence_type1:.1%}.")
     return mp

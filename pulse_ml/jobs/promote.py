@@ -9,6 +9,7 @@ Example:
 from __future__ import annotations
 
 from pulse_ml.config import require
+from pulse_ml.report.tables import say
 
 
 def run(cfg) -> None:
@@ -19,5 +20,5 @@ def run(cfg) -> None:
     version = str(require(cfg, "version", "promote"))
     tracking.setup(tracking.TRAIN_EXPERIMENT)
     result = promotion.promote_by_hand(version)
-    print(f"champion -> version {version} of {tracking.REGISTERED_MODEL} "
+    say(f"champion -> version {version} of {tracking.REGISTERED_MODEL} "
           f"(was {result.champion_version or 'none'})")

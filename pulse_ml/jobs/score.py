@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pulse_ml.inference.scoring import ScoreResult, ScoreSettings, preflight, score_file
+from pulse_ml.report.tables import say
 
 
 @dataclass(frozen=True)
@@ -71,13 +72,13 @@ def run(cfg) -> ScoreResult:
     label = job.model_uri + (f" (version {version.version})" if version is not None else "")
     mode = ("honest (out-of-fold for training sessions)" if job.settings.honest
             else "fold-model mean for every session")
-    print(f"scoring {job.data_path} with {label}, {ensemble.family}, features "
+    say(f"scoring {job.data_path} with {label}, {ensemble.family}, features "
           f"'{ensemble.features.name}', chunks of {job.settings.chunk_size} rows, {mode}")
     result = score_file(ensemble, job.data_path, job.out, job.settings, model_name=job.model_uri)
     rate = result.n_rows / result.seconds if result.seconds > 0 else float("inf")
-    print(f"scored {result.n_rows} sessions in {result.n_chunks} chunk(s), {result.seconds:.1f} s "
+    say(f"scored {result.n_rows} sessions in {result.n_chunks} chunk(s), {result.seconds:.1f} s "
           f"({rate:,.0f} rows/s); {result.n_honest} got their out-of-fold prediction")
-    print(f"written to {result.out}")
+    say(f"written to {result.out}")
     return result
 
 
@@ -88,10 +89,10 @@ def _run_spark(job: ScoreJob):
 
     require_pyspark()  # before loading anything
     ensemble, _ = models.load_model(job.model_uri)
-    print(f"scoring {job.data_path} on Spark ({job.spark_master or 'local[*]'}) with "
+    say(f"scoring {job.data_path} on Spark ({job.spark_master or 'local[*]'}) with "
           f"{job.model_uri} through mlflow.pyfunc.spark_udf")
     result = score_spark(ensemble, job.model_uri, job.data_path, job.out,
                          honest=job.settings.honest, master=job.spark_master)
-    print(f"scored {result.n_rows} sessions in {result.seconds:.1f} s; {result.n_honest} got "
+    say(f"scored {result.n_rows} sessions in {result.seconds:.1f} s; {result.n_honest} got "
           f"their out-of-fold prediction\nwritten to {result.out} (a Parquet directory)")
     return result

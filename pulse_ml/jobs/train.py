@@ -43,7 +43,7 @@ from pulse_ml.config import Node, choice, flag, mapping, number, text, to_yaml
 from pulse_ml.errors import PulseError
 from pulse_ml.models.factory import ModelSpec, model_spec_from_mapping
 from pulse_ml.models.text_cache import cache_folder
-from pulse_ml.report.tables import text_table
+from pulse_ml.report.tables import say, text_table, wrap_lines
 from pulse_ml.sessions.feature_sets import FeatureSet
 from pulse_ml.sessions.table import SessionTable, load_sessions
 from pulse_ml.simulate.demo import ensure_demo_data
@@ -458,9 +458,11 @@ def summary(result: TrainResult) -> str:
         "family": result.family, "features": result.feature_set, "trials": result.n_trials,
         "cv_mse": m.mse, "cv_mae": m.mae, "cv_pearson": m.pearson,
         "r_std": float(np.std(m.fold_pearson)), "time_s": result.seconds,
-        "version": result.version or "-", "champion": "yes" if result.promoted else "no",
+        "version": result.version or "-", "promoted": "yes" if result.promoted else "no",
     }])
-    lines = [text_table(row), "", f"best params: {result.best_params}"]
+    params = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                       for k, v in result.best_params.items())
+    lines = [text_table(row), "", f"best params: {params or '(none: no search space)'}"]
     if result.paired is not None:
         p, versus = result.paired, f"champion v{result.champion_version}"
         lines.append(f"vs {versus}: {paired_sentence(p, 'cv_mse', versus)}; Δr = "
@@ -481,7 +483,7 @@ def summary(result: TrainResult) -> str:
     hint = links.ui_hint_once()
     if hint:
         lines.append(hint)
-    return "\n".join(lines)
+    return wrap_lines("\n".join(lines))
 
 
 def run(cfg: Node) -> TrainResult:
@@ -501,13 +503,13 @@ def run_settings(job: TrainSettings) -> TrainResult:
 
         open_storage(tuning.storage)
     chosen = f", {job.selection.describe()}" if job.selection.active else ""
-    print(f"training {spec.name} on {int(table.labeled.sum())} labeled sessions of "
+    say(wrap_lines(f"training {spec.name} on {int(table.labeled.sum())} labeled sessions of "
           f"{Path(table.path).name}{chosen} (features '{table.features.name}', "
           f"{tuning.n_trials if spec.search_space else 1} trial(s) x {tuning.n_splits}-fold CV, "
-          f"objective {tuning.objective})")
+          f"objective {tuning.objective})"))
     with cache_folder(job.text_cache):  # read by the text encoders (and tuning workers)
         result = train_family(table, spec, job)
-    print(summary(result))
+    say(summary(result))
     return result
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from pulse_ml import settings
-from pulse_ml.report.tables import text_table
+from pulse_ml.report.tables import say, text_table
 from pulse_ml.sessions.table import SessionTable
 
 
@@ -50,4 +50,4 @@ def describe(table: SessionTable) -> str:
 def run(cfg) -> None:
     """Validate ``cfg.data.path`` and print its summary."""
     table = settings.load_table(cfg)
-    print(describe(table))
+    say(describe(table))

@@ -99,11 +99,15 @@ def register_version(logged: LoggedModel, version_tags: Mapping[str, str],
     The version gets ``version_tags`` and ``description``; the registered model gets its
     description (:data:`~pulse_ml.registry.keys.REGISTERED_MODEL_DESCRIPTION`) when missing.
     """
+    import contextlib
+    import io
+
     import mlflow
 
     from pulse_ml.registry.keys import REGISTERED_MODEL_DESCRIPTION
 
-    mv = mlflow.register_model(logged.model_uri, REGISTERED_MODEL)
+    with contextlib.redirect_stderr(io.StringIO()):  # MLflow prints "Created version ..."
+        mv = mlflow.register_model(logged.model_uri, REGISTERED_MODEL)
     version = str(mv.version)
     c = client()
     for key, value in version_tags.items():

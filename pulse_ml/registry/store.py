@@ -16,13 +16,17 @@ from pulse_ml.registry.keys import (  # noqa: F401 - re-exported for the jobs
     TRAIN_EXPERIMENT,
 )
 
+_DEFAULTS: set[str] = set()  # default store URIs this process chose (and exported) itself
+
 
 def tracking_uri() -> str:
     """Return ``MLFLOW_TRACKING_URI`` if set, else ``sqlite:///<root>/mlruns/mlflow.db``."""
     env = os.environ.get("MLFLOW_TRACKING_URI")
     if env:
         return env
-    return f"sqlite:///{project_root() / 'mlruns' / 'mlflow.db'}"
+    uri = f"sqlite:///{project_root() / 'mlruns' / 'mlflow.db'}"
+    _DEFAULTS.add(uri)
+    return uri
 
 
 def artifact_root() -> str:
@@ -67,13 +71,14 @@ def connect(write: bool = True) -> guard.StoreCheck:
     if not os.environ.get("PULSE_VERBOSE"):  # our errors are one line; MLflow's are tracebacks
         logging.getLogger("mlflow").setLevel(logging.CRITICAL)
     uri = tracking_uri()
+    # Read before set_tracking_uri, which exports MLFLOW_TRACKING_URI for subprocesses.
+    explicit = bool(os.environ.get("MLFLOW_TRACKING_URI")) and uri not in _DEFAULTS
     mlflow.set_tracking_uri(uri)
     mlflow.set_registry_uri(uri)
     key = (uri, write)
     if key in _CONNECTED:
         return _CONNECTED[key]
-    check = guard.check_store(uri, explicit=bool(os.environ.get("MLFLOW_TRACKING_URI")),
-                              write=write)
+    check = guard.check_store(uri, explicit=explicit, write=write)
 
     def touch() -> None:  # building the client opens the store (and creates a fresh schema)
         client = mlflow.MlflowClient()

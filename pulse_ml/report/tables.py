@@ -46,3 +46,25 @@ def markdown_table(frame: pd.DataFrame, digits: int = 3) -> str:
     out = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
     out += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(out)
+
+
+def wrap_lines(text: str, width: int = 100, indent: str = "  ") -> str:
+    """Wrap every line longer than ``width`` at spaces, continuing with ``indent``.
+
+    Lines that are part of an aligned table (they contain a run of two spaces) are kept.
+    """
+    import textwrap
+
+    out = []
+    for line in text.split("\n"):
+        if len(line) <= width or "  " in line.strip():
+            out.append(line)
+        else:
+            out.append(textwrap.fill(line, width, subsequent_indent=indent,
+                                     break_on_hyphens=False, break_long_words=False))
+    return "\n".join(out)
+
+
+def say(*parts: object, **kwargs) -> None:
+    """``print`` whose long lines wrap at 100 columns (aligned table lines are kept as they are)."""
+    print(wrap_lines(" ".join(str(p) for p in parts)), **kwargs)

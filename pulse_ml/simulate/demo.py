@@ -128,8 +128,8 @@ def ensure_demo_data(path: str | Path, allowed: bool) -> None:
         return
     from pulse_ml.config import compose
 
-    print(f"no demo data yet: simulating it into {path.parent} (`pulse-ml simulate` prints the "
-          "full calibration table)")
+    print(f"no demo data yet: simulating it into {path.parent}\n  (`pulse-ml simulate` prints "
+          "the full calibration table)")
     result, figures, ref, _, _ = write_demo(
         settings_from_config(compose("simulate", [f"out={path.parent}"])), path.parent)
     labeled = result.sessions["rating"].notna()

@@ -210,7 +210,7 @@ def run_study(settings: TuningSettings, study_name: str, objective: CVObjective,
             p.start()
             procs.append(p)
     bar = tqdm(total=shares[0], desc=f"tuning {objective.spec.name}", unit="trial",
-               disable=not progress, leave=True)
+               disable=not progress, leave=True, ncols=100)
 
     def _update(study, trial):
         bar.update(1)

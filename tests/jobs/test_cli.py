@@ -97,3 +97,24 @@ def test_typos_get_did_you_mean(args, hint, pulse_home, cli):
     assert res.returncode == 2 and hint in res.stderr and "Traceback" not in res.stderr
     if "model=" in args[-1]:
         assert "Available options in 'model'" in res.stderr  # Hydra's list is kept
+
+
+def test_every_verb_fits_100_columns_on_the_demo(small_demo, pulse_home, cli):
+    """train, infer, compare, audit and plan print nothing wider than 100 columns."""
+    runs = [
+        ("train", f"data.path={small_demo}", "model=lightgbm", "tuning.n_trials=2",
+         "progress=false"),
+        ("infer", f"data.path={small_demo}", "permutations=200"),
+        ("compare",),
+        ("audit", "case_study=plan", f"data.path={small_demo}", "replications=20",
+         "split_half.replications=50", "progress=false"),
+        ("plan", "effect=0.2"),
+    ]
+    for args in runs:
+        res = cli(*args)
+        assert res.returncode == 0, (args, res.stderr)
+        lines = (res.stdout + res.stderr).splitlines()
+        # a path or URL longer than the terminal stands alone on its line, unbroken
+        wide = [line for line in lines if len(line) > 100 and " " in line.strip()]
+        assert wide == [], (args[0], wide[:3])
+        assert "Created version" not in res.stderr
