@@ -77,10 +77,10 @@ def score_spark(ensemble, model_uri: str, path: str | os.PathLike[str],
         PulseError: pyspark missing, a missing model column (before any work), no OOF table.
     """
     require_pyspark()
-    import mlflow
     from pyspark.sql import functions as F
 
     from pulse_ml.inference.scoring import check_columns
+    from pulse_ml.registry.models import spark_udf
     from pulse_ml.sessions.readers import input_columns
 
     path, out = Path(path), Path(out)
@@ -93,8 +93,7 @@ def score_spark(ensemble, model_uri: str, path: str | os.PathLike[str],
                          "them. Re-register it with `pulse-ml train`, or use honest=false.")
     spark = spark or spark_session(master)
     start = time.perf_counter()
-    predict = mlflow.pyfunc.spark_udf(spark, model_uri, result_type="double",
-                                      env_manager="local")
+    predict = spark_udf(spark, model_uri)
     cast = {"categorical": "string", "count": "long", "flag": "long", "numeric": "double",
             "text": "string"}
     sessions = spark.read.parquet(str(path))

@@ -162,26 +162,9 @@ def ablation_view(ablation: pd.DataFrame, group_by: list[str]) -> pd.DataFrame:
 
 def _reference(reference: str | None):
     """``(label, run_id, data fingerprint, label fingerprint)`` of the reference, or None."""
-    from mlflow.exceptions import MlflowException
+    from pulse_ml.registry.models import reference_version
 
-    from pulse_ml.registry import keys
-    from pulse_ml.registry.models import champion_version, client
-
-    if reference in (None, "none"):
-        return None
-    try:
-        mv = (champion_version() if reference == "champion" else
-              client().get_model_version(keys.REGISTERED_MODEL, str(reference)))
-    except MlflowException:
-        raise PulseError(f"reference={reference}: no such version of "
-                         f"{keys.REGISTERED_MODEL}; use reference=champion, a version number "
-                         "or reference=none.") from None
-    if mv is None:
-        return None
-    label = (f"champion v{mv.version}" if reference == "champion" else f"v{mv.version}")
-    tags = mv.tags or {}
-    return (label, mv.run_id, tags.get(keys.DATA_FINGERPRINT),
-            tags.get(keys.LABEL_FINGERPRINT) or None)
+    return reference_version(reference)
 
 
 def paired_frame(table: pd.DataFrame, reference, settings: PairedSettings) -> pd.DataFrame:
@@ -296,7 +279,9 @@ def run(cfg: Node) -> pd.DataFrame:
     with staged_outputs(out) as stage:  # all three files or none
         table.drop(columns=["data", "labels"]).to_csv(stage / "comparison.csv", index=False)
         (stage / "comparison.md").write_text(markdown_table(shown) + "\n")
-        comparison_plot(table, stage / "comparison.png")
+        champ = reference[0].split(" v")[-1] if reference and "champion" in reference[0] \
+            else None
+        comparison_plot(table, stage / "comparison.png", champ)
     say(text_table(_terminal_view(shown)))
     say("(the full table, with ± std over folds, MAE and timings: comparison.md / .csv)")
     say(f"ci_red_% = expected CI reduction 1 - sqrt(1 - r² N/(n+N)) at the training data's "

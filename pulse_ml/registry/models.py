@@ -241,3 +241,44 @@ def version_summary(version) -> dict:
 def dumps(obj) -> str:
     """JSON with stable formatting."""
     return json.dumps(obj, indent=2, sort_keys=False, default=str)
+
+
+def spark_udf(spark, model_uri: str):
+    """The registered model as a Spark UDF returning a double (``mlflow.pyfunc.spark_udf``).
+
+    ``env_manager="local"``: the executors use the driver's Python environment, as in local
+    mode; on a cluster, install pulse-ml on the executors (see ``docs/scale-out.md``).
+    """
+    import mlflow
+
+    return mlflow.pyfunc.spark_udf(spark, model_uri, result_type="double", env_manager="local")
+
+
+def reference_version(reference: str | None):
+    """The model version ``compare`` pairs against: ``champion``, a number, or None.
+
+    Returns:
+        ``(label, run_id, data fingerprint, label fingerprint)`` or None.
+
+    Raises:
+        PulseError: a version number that does not exist.
+    """
+    from mlflow.exceptions import MlflowException
+
+    from pulse_ml.registry import keys
+
+    if reference in (None, "none"):
+        return None
+    try:
+        mv = (champion_version() if reference == "champion" else
+              client().get_model_version(keys.REGISTERED_MODEL, str(reference)))
+    except MlflowException:
+        raise PulseError(f"reference={reference}: no such version of "
+                         f"{keys.REGISTERED_MODEL}; use reference=champion, a version number "
+                         "or reference=none.") from None
+    if mv is None:
+        return None
+    label = (f"champion v{mv.version}" if reference == "champion" else f"v{mv.version}")
+    tags = mv.tags or {}
+    return (label, mv.run_id, tags.get(keys.DATA_FINGERPRINT),
+            tags.get(keys.LABEL_FINGERPRINT) or None)

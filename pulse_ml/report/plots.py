@@ -72,21 +72,42 @@ def forest_plot(effects: pd.DataFrame, path: Path, truth: dict[str, float] | Non
     plt.close(fig)
 
 
-def comparison_plot(frame: pd.DataFrame, path: Path) -> None:
-    """Bar chart of out-of-fold Pearson r (± std over folds) per family / judge."""
-    plt = pyplot()
+def comparison_plot(frame: pd.DataFrame, path: Path, champion: str | None = None,
+                    source: str = "experiment pulse-train") -> None:
+    """Bar chart of out-of-fold Pearson r (± std over folds) per family / judge.
 
+    The champion's bar (``frame["version"] == champion``) is outlined and labeled; the legend
+    lists only the kinds present.
+    """
+    from matplotlib.patches import Patch
+
+    plt = pyplot()
     labels = [f"{n}\n({f})" if k == "model" else f"{n}\n(judge)"
               for n, f, k in zip(frame["name"], frame["features"], frame["kind"], strict=True)]
     colors = ["#1f77b4" if k == "model" else "#ff7f0e" for k in frame["kind"]]
-    fig, ax = plt.subplots(figsize=(max(6.5, 1.3 * len(frame)), 3.8))
-    ax.bar(range(len(frame)), frame["r"].astype(float), yerr=frame["r_std"].astype(float),
-           color=colors, capsize=4)
+    fig, ax = plt.subplots(figsize=(max(6.5, 1.3 * len(frame)), 4.0))
+    bars = ax.bar(range(len(frame)), frame["r"].astype(float),
+                  yerr=np.nan_to_num(frame["r_std"].astype(float)), color=colors, capsize=4)
+    handles = [Patch(color=c, label=t) for c, t, k in
+               (("#1f77b4", "trained model", "model"), ("#ff7f0e", "LLM judge", "llm judge"))
+               if (frame["kind"] == k).any()]
+    if champion is not None and "version" in frame:
+        for bar, version in zip(bars, frame["version"].astype(str), strict=True):
+            if version == str(champion):
+                bar.set_edgecolor("#d62728")
+                bar.set_linewidth(2.5)
+                ax.annotate(f"champion v{champion}", (bar.get_x() + bar.get_width() / 2,
+                                                      bar.get_height()),
+                            xytext=(0, 14), textcoords="offset points", ha="center",
+                            fontsize=8, color="#d62728")
+        handles.append(Patch(facecolor="white", edgecolor="#d62728", linewidth=2.5,
+                             label="champion"))
     ax.set_xticks(range(len(frame)), labels, fontsize=8)
     ax.set_ylabel("out-of-fold Pearson r")
     ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_title("Satisfaction predictors, ± std over CV folds\n"
-                 "(blue: trained models, orange: LLM judges)", fontsize=10)
+    ax.set_title(f"Satisfaction predictors in {source}: out-of-fold r ± std over CV folds",
+                 fontsize=10)
+    ax.legend(handles=handles, fontsize=8, loc="best")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

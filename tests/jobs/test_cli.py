@@ -118,3 +118,17 @@ def test_every_verb_fits_100_columns_on_the_demo(small_demo, pulse_home, cli):
         wide = [line for line in lines if len(line) > 100 and " " in line.strip()]
         assert wide == [], (args[0], wide[:3])
         assert "Created version" not in res.stderr
+
+
+def test_a_fresh_home_without_a_tracking_uri_creates_its_store(small_demo, tmp_path):
+    """The README's path: no MLFLOW_TRACKING_URI, no mlruns/ yet; the default store is made."""
+    import os
+
+    home = tmp_path / "fresh"
+    env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
+    env["PULSE_HOME"] = str(home)
+    res = subprocess.run([sys.executable, "-m", "pulse_ml", "train", f"data.path={small_demo}",
+                          "model=mean", "progress=false"], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert (home / "mlruns" / "mlflow.db").is_file()
