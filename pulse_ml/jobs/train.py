@@ -155,9 +155,13 @@ def text_cache_folder(cfg: Node) -> str | None:
 def tuning_settings(cfg: Node, verb: str = "train") -> TuningSettings:
     """Typed tuning and CV settings from the composed ``tuning``/``cv`` nodes."""
     objective = choice(cfg, "objective", verb, {k: f"{v} it" for k, v in OBJECTIVES.items()})
-    if cfg.select("tuning.n_trials") in (0, "0") and not text(cfg, "tuning.storage"):
-        raise PulseError(f"pulse-ml {verb}: tuning.n_trials=0 runs no trial, and without "
-                         "tuning.storage there is no earlier study to reuse. Use "
+    storage = text(cfg, "tuning.storage")
+    named = text(cfg, "tuning.study_name")
+    fresh = storage in (None, "memory") or (storage == "auto" and not named)
+    if cfg.select("tuning.n_trials") in (0, "0") and fresh:
+        raise PulseError(f"pulse-ml {verb}: tuning.n_trials=0 runs no trial, and this run's "
+                         "study is new (no tuning.storage/tuning.study_name of an earlier "
+                         "study), so there is no trial to reuse. Use "
                          "tuning.n_trials >= 1, or tuning.storage=<the journal/database of an "
                          "earlier study> to refit its best trial.")
     return TuningSettings(

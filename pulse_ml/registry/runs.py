@@ -255,18 +255,19 @@ def log_trials(parent_run_id: str, experiment_id: str, trials, family: str,
     return logger
 
 
-def study_storage(study_name: str) -> str:
+def study_storage(study_name: str) -> str | None:
     """Journal file of an Optuna study kept beside the tracking store (``tuning.storage=auto``).
 
-    ``<store folder>/optuna/<study>.journal``: the folder of the sqlite tracking database, or
-    ``<PULSE_HOME>/mlruns`` when the tracking store is a server.
+    ``<store folder>/optuna/<study>.journal`` beside a local sqlite tracking database. With a
+    tracking server nothing is written on this machine: the study stays in memory (give
+    ``tuning.storage`` a shared database to keep it).
     """
-    from pulse_ml.paths import project_root
     from pulse_ml.registry.store import tracking_uri
 
     uri = tracking_uri()
-    folder = (Path(uri[len("sqlite:///"):]).parent if uri.startswith("sqlite:///")
-              else project_root() / "mlruns")
+    if not uri.startswith("sqlite:///"):
+        return None
+    folder = Path(uri[len("sqlite:///"):]).parent
     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in study_name)
     return str(folder / "optuna" / f"{safe}.journal")
 

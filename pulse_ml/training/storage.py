@@ -95,9 +95,25 @@ def open_storage(url: str | None, timeout: float | None = None):
                                  f"does not answer ({reason}). Start it or fix the URL; "
                                  f"{TIMEOUT_ENV} sets how long to wait (now {timeout:g} s).")
         connect_args = {"connect_timeout": max(1, math.ceil(timeout))}
+    def create():
+        # Two processes creating a fresh study database race on its schema (PostgreSQL:
+        # UniqueViolation on pg_type); the loser retries once the winner has made it.
+        import time
+
+        from sqlalchemy.exc import IntegrityError, ProgrammingError
+
+        for attempt in range(5):
+            try:
+                return optuna.storages.RDBStorage(
+                    url, engine_kwargs={"connect_args": connect_args})
+            except (IntegrityError, ProgrammingError):
+                if attempt == 4:
+                    raise
+                time.sleep(0.5 * (attempt + 1))
+        return None
+
     try:
-        storage = _within(timeout, lambda: optuna.storages.RDBStorage(
-            url, engine_kwargs={"connect_args": connect_args}))
+        storage = _within(timeout, create)
     except TimeoutError:
         raise PulseError(f"tuning.storage={shown}: the database accepts connections but does "
                          f"not answer within {timeout:g} s. Check the server (and that the URL "

@@ -39,7 +39,7 @@ def home(tmp_path_factory, mlflow_template, small_demo):
                 "model=lightgbm"]
         train.run(compose("train", fast))  # version 1, the champion
         # version 2: blind to claude4_vs_gpt5 (its sessions may be renamed without a leak)
-        train.run(compose("train", [*fast, "promote=never",
+        train.run(compose("train", [*fast, "promote=never", "register=always",
                                     "exclude_case_studies=[claude4_vs_gpt5]"]))
         yield root
     mlflow.set_tracking_uri(None)
@@ -95,6 +95,7 @@ def test_model_trained_before_the_test(home, small_demo, tmp_path):
     cut = "2025-06-09"
     fit = train.run(compose("train", [f"data.path={small_demo}", "tuning.n_trials=1",
                                       "progress=false", "model=lightgbm", "promote=never",
+                                      "register=always",
                                       f"trained_before={cut}",
                                       "exclude_case_studies=[claude4_vs_gpt5]"]))
     frame = pd.read_parquet(small_demo)
