@@ -25,7 +25,7 @@ import pandas as pd
 
 from pulse_ml.config import Node, choice, compose, flag, number
 from pulse_ml.errors import PulseError
-from pulse_ml.report.tables import text_table
+from pulse_ml.report.tables import say, text_table
 from pulse_ml.sessions.readers import load_ground_truth
 from pulse_ml.simulate.demo import ensure_demo_data
 
@@ -73,23 +73,25 @@ def run(cfg: Node) -> dict:
         effects = infer_job.run_settings(replace(infer_settings, print_table=False))
     fams = pd.DataFrame([{
         "family": r.family, "features": r.feature_set, "trials": r.n_trials,
-        "cv_mse": r.metrics.mse, "cv_mae": r.metrics.mae, "cv_pearson": r.metrics.pearson,
+        "cv_mse": r.metrics.mse, "r": r.metrics.pearson,
         "vs_champion": "-" if r.paired is None else
         f"v{r.champion_version}: {r.paired.delta_mse:+.3f} [{r.paired.mse_ci_lower:+.3f}, "
         f"{r.paired.mse_ci_upper:+.3f}]",
         "ci_red_%": 100 * r.ci_reduction,
-        "version": r.version or "-", "promoted": r.promoted} for r in results])
+        "version": r.version or "-", "champion": r.promoted} for r in results])
     truth = load_ground_truth(str(cfg.data.path))
     print("\n== summary")
     print(text_table(fams))
     rule = results[0].rule if results else ""
     first = bool(results) and results[0].promoted and results[0].promotion_reason.startswith(
         "no champion yet")
-    print(f"vs_champion = paired ΔMSE with the champion of that moment (95% user bootstrap); "
-          f"ci_red_% = expected CI reduction at this data's N/n.\npromotion.rule={rule}: "
-          + ("the first family became champion (there was none); " if first else "")
-          + ("a family replaces the champion only if significantly better."
-             if rule == "significant" else "see each family's promotion line above."))
+    say("r = out-of-fold Pearson r; vs_champion = paired ΔMSE with the champion of that moment "
+        "(95% user bootstrap); ci_red_% = expected CI reduction at this data's N/n; "
+        "champion = promoted by this run (cv_mae and ± std are in `pulse-ml compare`).")
+    say(f"promotion.rule={rule}: "
+        + ("the first family became champion (there was none); " if first else "")
+        + ("a family replaces the champion only if significantly better."
+           if rule == "significant" else "see each family's promotion line above."))
     if effects is None:
         print(f"\nno effects (no champion); {time.perf_counter() - start:.0f} s in all")
         return {"families": fams, "effects": None}
