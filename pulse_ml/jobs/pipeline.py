@@ -72,7 +72,7 @@ def run(cfg: Node) -> dict:
         print("\n== infer with the champion")
         effects = infer_job.run_settings(replace(infer_settings, print_table=False))
     fams = pd.DataFrame([{
-        "family": r.family, "features": r.feature_set, "trials": r.n_trials,
+        "family": r.family, "features": r.feature_set,
         "cv_mse": r.metrics.mse, "r": r.metrics.pearson,
         "vs_champion": "-" if r.paired is None else
         f"v{r.champion_version}: {r.paired.delta_mse:+.3f} [{r.paired.mse_ci_lower:+.3f}, "
