@@ -37,12 +37,9 @@ from pulse_ml.extract.table import (
     ratings_outside_sessions,
     read_ratings,
 )
-from pulse_ml.faults import shorten
 from pulse_ml.llm.config import LLMConfig, llm_config_from_mapping
 
 # out= suffix -> format (every one `pulse-ml validate` reads back).
-OUT_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl",
-               ".ndjson": "jsonl"}
 
 
 @dataclass(frozen=True)
@@ -103,30 +100,16 @@ def out_format(out: Path) -> str:
     Raises:
         PulseError: any other suffix (or none): the file would not be readable by its name.
     """
-    kind = OUT_FORMATS.get(out.suffix.lower())
-    if kind is None:
-        raise PulseError(f"pulse-ml extract: out={shorten(out)} must end in .parquet, .csv or "
-                         ".jsonl (the table is written in that format, and `pulse-ml validate` "
-                         "reads it by its extension), e.g. out=data/sessions.parquet.")
-    return kind
+    from pulse_ml.sessions.writers import table_format
+
+    return table_format(out, "pulse-ml extract: out")
 
 
 def write_table(frame: pd.DataFrame, out: Path) -> None:
-    """Write the table in the format of ``out``'s suffix (Parquet, CSV or JSON Lines).
+    """Write the table atomically in the format of ``out``'s suffix (Parquet, CSV or JSONL)."""
+    from pulse_ml.sessions.writers import write_table as write
 
-    Atomic: written under a temporary name and renamed when complete, so a full disk or an
-    interruption leaves no truncated file and an earlier table at ``out`` stays as it was.
-    """
-    from pulse_ml.report.atomic import atomic_file
-
-    kind = out_format(out)
-    with atomic_file(out) as tmp:
-        if kind == "csv":
-            frame.to_csv(tmp, index=False)
-        elif kind == "jsonl":
-            frame.to_json(tmp, orient="records", lines=True, force_ascii=False)
-        else:
-            frame.to_parquet(tmp, index=False)
+    write(frame, out, "pulse-ml extract: out")
 
 
 def label(frame: pd.DataFrame, s: ExtractSettings) -> tuple[pd.DataFrame, object, str]:
