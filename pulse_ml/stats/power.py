@@ -193,6 +193,18 @@ def _solve(power: float, floor: float, **kw) -> float:
     return float(brentq(gap, lo, hi, xtol=1e-10, rtol=1e-14))
 
 
+def effect_sd_rho_problems(effect: float, sd: float, rho: float) -> list[str]:
+    """The range checks every planner shares: a non-zero effect, sd > 0, rho in [-1, 1]."""
+    problems = []
+    if not np.isfinite(effect) or effect == 0:
+        problems.append(f"effect must be a non-zero number, got {effect}")
+    if not np.isfinite(sd) or sd <= 0:
+        problems.append(f"sd must be > 0, got {sd}")
+    if not -1.0 <= rho <= 1.0:
+        problems.append(f"rho must be in [-1, 1], got {rho}")
+    return problems
+
+
 def labels_needed(
     effect: float,
     sd: float,
@@ -228,14 +240,8 @@ def labels_needed(
     Raises:
         PulseError: If an argument is out of range (including a negative rho).
     """
-    problems = []
-    if not np.isfinite(effect) or effect == 0:
-        problems.append(f"effect must be a non-zero number, got {effect}")
-    if not np.isfinite(sd) or sd <= 0:
-        problems.append(f"sd must be > 0, got {sd}")
-    if not -1.0 <= rho <= 1.0:
-        problems.append(f"rho must be in [-1, 1], got {rho}")
-    elif rho < 0:
+    problems = effect_sd_rho_problems(effect, sd, rho)
+    if -1.0 <= rho < 0:
         problems.append(f"rho = {rho} < 0: PPI++ clips lambda at 0, so a predictor anti-"
                         "correlated with the ratings saves nothing; plan with rho=0 or fix the "
                         "model")

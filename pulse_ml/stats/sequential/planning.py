@@ -11,6 +11,7 @@ from scipy.optimize import brentq
 from scipy.stats import norm
 
 from pulse_ml.errors import PulseError
+from pulse_ml.stats.power import effect_sd_rho_problems
 from pulse_ml.stats.ppi import z_two_sided
 from pulse_ml.stats.sequential.boundary import cs_multiplier
 
@@ -188,13 +189,7 @@ def plan_monitoring(
         Boundary of Waudby-Smith et al. (2024); PPI++ variance of Angelopoulos, Duchi & Zrnic
         (2023); numerical integration of Armitage, McPherson & Rowe (1969).
     """
-    problems = []
-    if not np.isfinite(effect) or effect == 0:
-        problems.append(f"effect must be a non-zero number, got {effect}")
-    if not np.isfinite(sd) or sd <= 0:
-        problems.append(f"sd must be > 0, got {sd}")
-    if not -1.0 <= rho <= 1.0:
-        problems.append(f"rho must be in [-1, 1], got {rho}")
+    problems = effect_sd_rho_problems(effect, sd, rho)
     if not np.isfinite(labeled_per_day) or labeled_per_day <= 0:
         problems.append(f"labeled_per_day must be > 0, got {labeled_per_day}")
     if not np.isfinite(unlabeled_per_day) or unlabeled_per_day < 0:
