@@ -238,7 +238,10 @@ def test_two_trains_at_once_on_a_fresh_store_both_succeed(small_demo, tmp_path):
     store.mkdir()
     uri = f"sqlite:///{store / 'mlflow.db'}"
     env = _env(MLFLOW_TRACKING_URI=uri, PULSE_HOME=str(tmp_path))
-    cmd = [sys.executable, "-m", "pulse_ml", "train", f"data.path={small_demo}", *FAST]
+    # register=always: under the default (candidates) the later of the two finishes may meet
+    # the earlier one's champion and rightly decline to register an equal model.
+    cmd = [sys.executable, "-m", "pulse_ml", "train", f"data.path={small_demo}", *FAST,
+           "register=always"]
     procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True) for _ in range(2)]
     outs = [p.communicate(timeout=300) for p in procs]
