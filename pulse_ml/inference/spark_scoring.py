@@ -50,7 +50,9 @@ def spark_session(master: str | None = None, app_name: str = "pulse-ml score"):
     builder = (SparkSession.builder.master(master).appName(app_name)
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")
                .config("spark.ui.enabled", "false")
-               .config("spark.sql.shuffle.partitions", "4"))
+               .config("spark.sql.shuffle.partitions", "4")
+               # one Python worker per core already: one native thread per fold predict
+               .config("spark.executorEnv.PULSE_PREDICT_THREADS", "1"))
     return builder.getOrCreate()
 
 

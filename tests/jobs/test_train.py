@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 
 import mlflow
@@ -46,17 +47,21 @@ def test_register_promote_and_load_in_fresh_process(small_demo, pulse_home):
         m = mlflow.pyfunc.load_model("models:/pulse-satisfaction@champion")
         frame = pd.read_parquet({str(small_demo)!r})
         pred = m.predict(frame)
-        oof = m.unwrap_python_model().ensemble.oof
+        ensemble = m.unwrap_python_model().ensemble
+        oof = ensemble.oof
+        slow = ensemble.predict(frame)  # the plain fold-model mean the fast path must equal
         print(json.dumps({{"n": len(pred), "min": float(min(pred)), "max": float(max(pred)),
-                           "oof": len(oof)}}))
+                           "oof": len(oof), "gap": float(abs(pred - slow).max()),
+                           "threads": m.unwrap_python_model().predictor.threads}}))
     """)
     import subprocess
     import sys
 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120)
+                         timeout=120, env={**os.environ, "PULSE_PREDICT_THREADS": "1"})
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["gap"] < 1e-9 and got["threads"] == 1
     frame_len = len(pd.read_parquet(small_demo))
     assert got["n"] == frame_len and 1.0 <= got["min"] <= got["max"] <= 5.0
     n_labeled = int(pd.read_parquet(small_demo)["rating"].notna().sum())
