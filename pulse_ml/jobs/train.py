@@ -363,7 +363,8 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
                          fp, "training")
         logger = runs.TrialLogger(run_id, runs.experiment_id(keys.TRAIN_EXPERIMENT), spec.name,
                                   objective)
-        fit = tune_family(table, spec, tuning, progress=job.progress, on_trial=logger)
+        fit = tune_family(table, spec, tuning, progress=job.progress, on_trial=logger,
+                          invocation=run_id)
         logger.mark_best(fit.best_number)
         values = fit.metrics.as_dict()
         red = float(expected_ci_reduction_at_ratio(fit.metrics.pearson, n_unl / max(n_lab, 1)))

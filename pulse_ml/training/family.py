@@ -22,7 +22,13 @@ from pulse_ml.sessions.fingerprint import data_fingerprint
 from pulse_ml.sessions.table import SessionTable
 from pulse_ml.training.folds import make_folds
 from pulse_ml.training.metrics import CVMetrics, cv_metrics
-from pulse_ml.training.tuning import CVObjective, TuningSettings, run_study, study_report
+from pulse_ml.training.tuning import (
+    CVObjective,
+    TuningSettings,
+    own_trials,
+    run_study,
+    study_report,
+)
 
 
 @dataclass(frozen=True)
@@ -109,7 +115,8 @@ def with_text_search_space(spec: ModelSpec, features: FeatureSet) -> ModelSpec:
 
 def tune_family(table: SessionTable, spec: ModelSpec, tuning: TuningSettings,
                 progress: bool = True,
-                on_trial: Callable[[object], None] | None = None) -> FamilyFit:
+                on_trial: Callable[[object], None] | None = None,
+                invocation: str | None = None) -> FamilyFit:
     """Tune ``spec`` on the labeled sessions of ``table`` and refit the best trial.
 
     Args:
@@ -119,6 +126,8 @@ def tune_family(table: SessionTable, spec: ModelSpec, tuning: TuningSettings,
         progress: Show a progress bar over trials.
         on_trial: Called in this process with each trial of this invocation (any worker,
             any final state) soon after it finishes, once per trial.
+        invocation: Id tagged on this call's trials (the train job passes its run id), so
+            trials that a concurrent call adds to a shared study are not counted as this one's.
 
     Raises:
         PulseError: no trial completed, or too few sessions/users for the folds.
@@ -134,8 +143,13 @@ def tune_family(table: SessionTable, spec: ModelSpec, tuning: TuningSettings,
     name = study_name_for(spec, features, fp, tuning)
     objective = CVObjective(labeled, y, folds, spec, features, tuning.objective, tuning.prune)
     start = time.perf_counter()
-    study, first = run_study(tuning, name, objective, progress=progress, on_trial=on_trial)
-    new_trials = [t for t in study.trials if t.number >= first]
+    if invocation is None:
+        import uuid
+
+        invocation = uuid.uuid4().hex
+    study, first = run_study(tuning, name, objective, progress=progress, on_trial=on_trial,
+                             invocation=invocation)
+    new_trials = own_trials(study, invocation, first)
     complete = [t for t in study.trials if t.state.name == "COMPLETE"]
     if not complete:
         if not new_trials and tuning.n_trials == 0:
@@ -150,7 +164,7 @@ def tune_family(table: SessionTable, spec: ModelSpec, tuning: TuningSettings,
                                 labeled, y, folds, features, spec.name)
     metrics = cv_metrics(y, ensemble.oof["prediction"].to_numpy(), folds)
     seconds = time.perf_counter() - start
-    history, importances = study_report(study, first, tuning.tpe_seed)
+    history, importances = study_report(study, first, tuning.tpe_seed, invocation)
     return FamilyFit(
         family=spec.name, features=features, labeled=labeled, y=y, folds=folds,
         fingerprint=fp, study_name=name, trials=new_trials, n_trials_total=len(study.trials),

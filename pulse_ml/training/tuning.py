@@ -136,7 +136,7 @@ def open_study(settings: TuningSettings, study_name: str, worker: int = 0):
                                direction=OBJECTIVES[settings.objective], load_if_exists=True)
 
 
-def _worker(settings: TuningSettings, study_name: str, worker: int, objective: CVObjective,
+def _worker(settings: TuningSettings, study_name: str, worker: int, objective,
             n_trials: int) -> None:
     import optuna
 
@@ -145,17 +145,46 @@ def _worker(settings: TuningSettings, study_name: str, worker: int, objective: C
     study.optimize(objective, n_trials=n_trials, timeout=settings.timeout_s)
 
 
+INVOCATION_ATTR = "invocation"  # trial user attribute: the id of the run_study call that ran it
+
+
+class _OwnTrials:
+    """The objective, tagging each trial with the invocation that runs it (picklable)."""
+
+    def __init__(self, objective: CVObjective, invocation: str):
+        self.objective = objective
+        self.invocation = invocation
+        self.spec = objective.spec
+
+    def __call__(self, trial) -> float:
+        trial.set_user_attr(INVOCATION_ATTR, self.invocation)
+        return self.objective(trial)
+
+
+def own_trials(study, invocation: str, first: int = 0) -> list:
+    """The trials of ``study`` that invocation ``invocation`` ran (numbered >= ``first``).
+
+    Another invocation on the same study (a second ``train`` on a shared storage) adds trials
+    with higher numbers too; the invocation attribute tells them apart.
+    """
+    return [t for t in study.get_trials(deepcopy=False)
+            if t.number >= first and t.user_attrs.get(INVOCATION_ATTR) == invocation]
+
+
 class _TrialFeed:
     """Hands each finished trial of this invocation to ``on_trial`` once, in this process.
 
     Other worker processes write their trials to the study storage only; scanning the study
     here (after each local trial, while the workers run, and once at the end) lets the caller
-    log every trial as it finishes without a second writer on the tracking store.
+    log every trial as it finishes without a second writer on the tracking store. Trials of
+    another invocation on the same study (their ``invocation`` user attribute differs) are
+    never handed over, so two ``train`` calls sharing a study each log their own trials.
     """
 
-    def __init__(self, first: int, on_trial):
+    def __init__(self, first: int, on_trial, invocation: str):
         self.first = first
         self.on_trial = on_trial
+        self.invocation = invocation
         self.seen: set[int] = set()
 
     def scan(self, study) -> None:
@@ -167,14 +196,19 @@ class _TrialFeed:
                 optuna.trial.TrialState.FAIL)
         for trial in sorted(study.get_trials(deepcopy=False, states=done),
                             key=lambda t: t.number):
-            if trial.number >= self.first and trial.number not in self.seen:
+            if (trial.number >= self.first and trial.number not in self.seen
+                    and trial.user_attrs.get(INVOCATION_ATTR) == self.invocation):
                 self.seen.add(trial.number)
                 self.on_trial(trial)
 
 
 def run_study(settings: TuningSettings, study_name: str, objective: CVObjective,
-              progress: bool = True, on_trial=None, poll_s: float = 0.5):
+              progress: bool = True, on_trial=None, poll_s: float = 0.5,
+              invocation: str | None = None):
     """Run the trials of this invocation; returns ``(study, first_new_trial_number)``.
+
+    Each trial it runs carries the user attribute ``invocation`` (default: a fresh id; the
+    train job passes its MLflow run id); :func:`own_trials` lists them.
 
     With ``workers > 1`` the extra workers run in spawned processes on the same storage; the
     trials are split between them. ``on_trial(trial)`` is called in this process, once for
@@ -197,7 +231,12 @@ def run_study(settings: TuningSettings, study_name: str, objective: CVObjective,
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     study = open_study(settings, study_name, 0)
     start = len(study.trials)
-    feed = _TrialFeed(start, on_trial)
+    if invocation is None:
+        import uuid
+
+        invocation = uuid.uuid4().hex  # an id, not a statistical choice: no seed needed
+    feed = _TrialFeed(start, on_trial, invocation)
+    tagged = _OwnTrials(objective, invocation)
     n_trials = settings.n_trials if objective.spec.search_space else min(settings.n_trials, 1)
     shares = [n_trials // settings.workers + (i < n_trials % settings.workers)
               for i in range(settings.workers)]
@@ -206,7 +245,7 @@ def run_study(settings: TuningSettings, study_name: str, objective: CVObjective,
     for i in range(1, settings.workers):
         if shares[i]:
             p = ctx.Process(target=_worker,
-                            args=(settings, study_name, i, objective, shares[i]))
+                            args=(settings, study_name, i, tagged, shares[i]))
             p.start()
             procs.append(p)
     bar = tqdm(total=shares[0], desc=f"tuning {objective.spec.name}", unit="trial",
@@ -221,7 +260,7 @@ def run_study(settings: TuningSettings, study_name: str, objective: CVObjective,
             pass
 
     try:
-        study.optimize(objective, n_trials=shares[0], timeout=settings.timeout_s,
+        study.optimize(tagged, n_trials=shares[0], timeout=settings.timeout_s,
                        callbacks=[_update])
         while any(p.is_alive() for p in procs):
             feed.scan(study)
@@ -242,13 +281,16 @@ def run_study(settings: TuningSettings, study_name: str, objective: CVObjective,
     return study, start
 
 
-def study_report(study, first: int = 0, seed: int = 0) -> tuple[pd.DataFrame, dict[str, float]]:
+def study_report(study, first: int = 0, seed: int = 0,
+                 invocation: str | None = None) -> tuple[pd.DataFrame, dict[str, float]]:
     """The optimization history and the parameter importances of a study (for the parent run).
 
     Args:
         study: An Optuna study.
-        first: Trials numbered below this came from earlier invocations (``invocation`` column).
+        first: Trials numbered below this came from earlier invocations (``this_invocation``).
         seed: Seed of the fANOVA importance evaluator.
+        invocation: When given, ``this_invocation`` also needs the trial's ``invocation``
+            attribute to match (trials of a concurrent invocation are not this one's).
 
     Returns:
         ``(history, importances)``: one row per trial (number, state, value, best value so far,
@@ -269,7 +311,8 @@ def study_report(study, first: int = 0, seed: int = 0) -> tuple[pd.DataFrame, di
                      "datetime_complete": end,
                      "duration_s": (end - t.datetime_start).total_seconds()
                      if end and t.datetime_start else None,
-                     "this_invocation": t.number >= first,
+                     "this_invocation": t.number >= first and (
+                         invocation is None or t.user_attrs.get(INVOCATION_ATTR) == invocation),
                      **{f"params.{k}": v for k, v in t.params.items()}})
     history = pd.DataFrame(rows)
     complete = [t for t in study.get_trials(deepcopy=False)

@@ -11,7 +11,13 @@ from pulse_ml.config import compose
 from pulse_ml.jobs.train import model_spec
 from pulse_ml.training.family import training_data
 from pulse_ml.training.folds import make_folds
-from pulse_ml.training.tuning import CVObjective, TuningSettings, run_study, study_report
+from pulse_ml.training.tuning import (
+    CVObjective,
+    TuningSettings,
+    own_trials,
+    run_study,
+    study_report,
+)
 
 
 def _objective(small_demo, family="ordinal_logit"):
@@ -47,3 +53,34 @@ def test_two_workers_every_trial_reaches_the_main_process_once(small_demo, tmp_p
     assert (done["best_so_far"].diff().dropna() <= 0).all()  # minimizing: never worse
     assert pd.Series(history["duration_s"]).gt(0).all()
     assert set(importances) <= set(study.best_params) and abs(sum(importances.values()) - 1) < 1e-6
+
+
+def test_two_invocations_on_one_sqlite_study_each_log_only_their_own(small_demo, tmp_path):
+    """A second run_study on the same study (another `train`) starts while the first runs.
+
+    The second one is started from the first one's trial hook, so the two interleave in the
+    same way every time: the first invocation's later scans see the second one's trials
+    (higher numbers) in the study; before invocation ids they were logged by both.
+    """
+    storage = f"sqlite:///{tmp_path / 'optuna.db'}"
+    objective = _objective(small_demo)
+    first_seen, second_seen = [], []
+
+    def on_first(trial):
+        first_seen.append(trial.number)
+        if len(first_seen) == 1:  # another invocation joins the study now
+            run_study(TuningSettings(n_trials=2, storage=storage, prune=False), "shared",
+                      objective, progress=False, on_trial=lambda t: second_seen.append(t.number),
+                      invocation="second")
+
+    study, first = run_study(TuningSettings(n_trials=3, storage=storage, prune=False), "shared",
+                             objective, progress=False, on_trial=on_first, invocation="first")
+    assert first == 0 and len(study.trials) == 5
+    assert len(first_seen) == 3 and len(second_seen) == 2
+    assert not set(first_seen) & set(second_seen)  # no trial logged twice
+    assert sorted(first_seen + second_seen) == list(range(5))
+    by_invocation = {t.number: t.user_attrs["invocation"] for t in study.trials}
+    assert {by_invocation[n] for n in first_seen} == {"first"}
+    assert [t.number for t in own_trials(study, "first")] == sorted(first_seen)
+    history, _ = study_report(study, first, seed=0, invocation="first")
+    assert sorted(history.loc[history["this_invocation"], "number"]) == sorted(first_seen)
