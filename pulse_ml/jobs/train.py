@@ -282,14 +282,16 @@ def _study_files(fit: FamilyFit, objective: str, folder: Path) -> list[Path]:
     return files
 
 
-def _paired_with_champion(fit: FamilyFit, champion, settings: PairedSettings):
-    """The paired comparison new vs champion (None: no champion, other data, or no OOF)."""
+def _paired_with_champion(fit: FamilyFit, champion, settings: PairedSettings, group_by: str):
+    """The paired comparison new vs champion (None: no champion, other data or folds, no OOF)."""
     from pulse_ml.registry import runs
     from pulse_ml.training.family import label_fingerprint
     from pulse_ml.training.paired import compare_oof
 
     if champion is None or not champion.run_id or not champion.comparable(
             fit.fingerprint, label_fingerprint(fit.labeled)):
+        return None
+    if champion.same_folds(group_by) is False:  # leaky folds on one side: no pairing
         return None
     ref = runs.run_oof(champion.run_id)
     if ref is None:
@@ -350,6 +352,7 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
     fp, label_fp = fingerprint(labeled, table.features), label_fingerprint(labeled)
     n_lab, n_unl = len(labeled), int((~table.labeled).sum())
     objective = job.tuning.objective
+    group_by = keys.GROUPED_BY_USER if job.tuning.group_by_user else keys.NOT_GROUPED
     data_name = Path(table.path).name
     with runs.family_run(spec.name, table.features.name, fp, objective, seed=job.tuning.seed,
                          description=f"Tuning **{spec.name}** on feature set "
@@ -357,7 +360,8 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
                                      f"`{data_name}`): in progress.") as run_id:
         tuning = resolve_storage(job.tuning, spec, table.features, fp, run_id)
         runs.set_tags({keys.STUDY_NAME: tuning.study_name, keys.LABEL_FINGERPRINT: label_fp,
-                       keys.STUDY_STORAGE: tuning.storage or "memory"})
+                       keys.STUDY_STORAGE: tuning.storage or "memory",
+                       keys.CV_GROUP_BY: group_by})
         runs.log_dataset(labeled[["session_id", "user_id", "rating", *table.features.names]],
                          table.path, f"{Path(table.path).stem} (labeled, {table.features.name})",
                          fp, "training")
@@ -376,9 +380,9 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
                              keys.EXPECTED_CI_REDUCTION: 100 * red,
                              keys.EXPECTED_CI_REDUCTION_REF: 100 * red_ref})
         champion = promotion.current_champion()
-        paired = _paired_with_champion(fit, champion, job.promotion.paired)
+        paired = _paired_with_champion(fit, champion, job.promotion.paired, group_by)
         decision = promotion.decide(job.promotion.rule, objective, values[objective], fp,
-                                    champion, paired, label_fp)
+                                    champion, paired, label_fp, group_by)
         logged = models.log_model(fit.ensemble, fit.labeled, metrics=values,
                                   params=fit.best_params)
         register = job.register == "always" or (job.register == "candidates"
@@ -397,7 +401,7 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
             keys.FAMILY: spec.name, keys.FEATURE_SET: fit.features.name,
             keys.DATA_FINGERPRINT: fp, keys.LABEL_FINGERPRINT: label_fp,
             keys.GIT_COMMIT: tracking.git_commit(),
-            keys.OBJECTIVE: objective, keys.SEED: str(tuning.seed),
+            keys.OBJECTIVE: objective, keys.SEED: str(tuning.seed), keys.CV_GROUP_BY: group_by,
             keys.N_LABELED: str(n_lab), keys.N_UNLABELED: str(n_unl),
             keys.EXPECTED_CI_REDUCTION: f"{100 * red:.2f}",
             keys.EXPECTED_CI_REDUCTION_REF: f"{100 * red_ref:.2f}",

@@ -27,6 +27,9 @@ PROMOTION = "promotion"
 PROMOTION_REASON = "promotion_reason"
 GIT_COMMIT = "git_commit"
 OBJECTIVE = "objective"
+CV_GROUP_BY = "cv_group_by"        # user_id | none: how the CV folds were grouped
+GROUPED_BY_USER = "user_id"
+NOT_GROUPED = "none"
 
 # Metrics of a family (or judge) run.
 CV_MSE = "cv_mse"

@@ -14,6 +14,13 @@ champion is compared only on the same labeled sessions and ratings: the same dat
 or the same label fingerprint (session ids and ratings) with another feature set — a feature-set
 change is judged on the same sessions too. A champion trained on other sessions is never
 compared.
+
+The folds must be grouped the same way too (tag ``cv_group_by``: ``user_id`` or ``none``).
+With ``cv.group_by=none`` a user's sessions sit in several folds, so the out-of-fold
+predictions of clustered users are leaky (too good) and cannot be paired with those of a
+user-grouped model: another grouping is never compared under any rule. A champion registered
+before the grouping was tagged has an unknown grouping: ``significant`` makes no claim against
+it (kept, with the reason); ``better`` compares the scores and says the grouping is unknown.
 """
 
 from __future__ import annotations
@@ -45,11 +52,39 @@ class Champion:
     family: str
     label_fingerprint: str | None = None
     feature_set: str = ""
+    cv_group_by: str | None = None  # None: registered before the grouping was tagged
 
     def comparable(self, fingerprint: str, label_fingerprint: str | None) -> bool:
         """Same data fingerprint, or the same sessions and ratings (label fingerprint)."""
         return self.fingerprint == fingerprint or (
             self.label_fingerprint is not None and self.label_fingerprint == label_fingerprint)
+
+    def same_folds(self, cv_group_by: str | None) -> bool | None:
+        """Folds grouped like ``cv_group_by``: True, False, or None (either one unknown)."""
+        if self.cv_group_by is None or cv_group_by is None:
+            return None
+        return self.cv_group_by == cv_group_by
+
+
+def grouping_problem(new: str | None, reference: str | None, label: str) -> str | None:
+    """Why two models' out-of-fold predictions cannot be paired, or None (same grouping).
+
+    Args:
+        new: ``cv_group_by`` of the new model (``user_id``/``none``; None = unknown).
+        reference: ``cv_group_by`` of the reference (None = unknown, e.g. an old version).
+        label: How the sentence names the reference (e.g. ``champion v3``).
+    """
+    if new is not None and new == reference:
+        return None
+    if new is None or reference is None:
+        who = label if reference is None else "the new model"
+        return (f"the CV grouping of {who} is unknown (no {keys.CV_GROUP_BY} tag: trained "
+                "before it was recorded), so its out-of-fold predictions may come from folds "
+                "that split users (leaky) and no significant difference can be claimed")
+    leaky = new if new == keys.NOT_GROUPED else reference
+    return (f"the folds were grouped differently (cv.group_by={new} for the new model, "
+            f"{reference} for {label}); folds with cv.group_by={leaky} split a user's sessions, "
+            "so those out-of-fold predictions are leaky and the two cannot be paired")
 
 
 @dataclass(frozen=True)
@@ -190,11 +225,15 @@ def should_promote(objective: str, new_value: float, new_fingerprint: str,
 
 def decide(rule: str, objective: str, new_value: float, new_fingerprint: str,
            champion: Champion | None, paired: PairedComparison | None = None,
-           new_label_fingerprint: str | None = None) -> Decision:
+           new_label_fingerprint: str | None = None,
+           new_cv_group_by: str | None = None) -> Decision:
     """Apply the rule to a new model (pure); see :class:`Decision`.
 
     The champion counts as scored on the same data when :meth:`Champion.comparable` (same
-    data fingerprint, or same label fingerprint with another feature set).
+    data fingerprint, or same label fingerprint with another feature set). When
+    ``new_cv_group_by`` is given, the folds must be grouped like the champion's: another
+    grouping is never promoted over it; an unknown grouping (an old champion) blocks a
+    ``significant`` claim and is named in the reason of ``better``.
     """
     label = "the champion" if champion is None else (
         f"champion v{champion.version}" + (f" ({champion.family}/{champion.feature_set})"
@@ -204,8 +243,21 @@ def decide(rule: str, objective: str, new_value: float, new_fingerprint: str,
     cur_fp = None if champion is None else champion.fingerprint
     if champion is not None and champion.comparable(new_fingerprint, new_label_fingerprint):
         cur_fp = new_fingerprint  # the same sessions and ratings: the scores are comparable
+    folds = None if champion is None or new_cv_group_by is None else grouping_problem(
+        new_cv_group_by, champion.cv_group_by, label)
+    if folds is not None and champion.same_folds(new_cv_group_by) is False:
+        return Decision(rule=rule, objective=objective, promote=False, candidate=False,
+                        reason=f"{folds}: {label} stays. Use `pulse-ml promote version=N` to "
+                               "switch by hand.", new_value=float(new_value),
+                        champion_version=champion.version, champion_value=cur_value,
+                        paired=None)
     promote, reason = should_promote(objective, new_value, new_fingerprint, cur_value, cur_fp,
                                      rule, paired, label)
+    if folds is not None and cur_fp == new_fingerprint:
+        if rule == "significant" and promote:
+            promote, reason = False, f"{reason}, but {folds}: {label} stays"
+        else:
+            reason = f"{reason} (note: {folds})"
     if rule == "manual":
         candidate = should_promote(objective, new_value, new_fingerprint, cur_value, cur_fp,
                                    "better", None, label)[0]
@@ -233,7 +285,8 @@ def current_champion() -> Champion | None:
                     fingerprint=tags.get(keys.DATA_FINGERPRINT), values=values,
                     family=tags.get(keys.FAMILY, ""),
                     label_fingerprint=tags.get(keys.LABEL_FINGERPRINT),
-                    feature_set=tags.get(keys.FEATURE_SET, ""))
+                    feature_set=tags.get(keys.FEATURE_SET, ""),
+                    cv_group_by=tags.get(keys.CV_GROUP_BY) or None)
 
 
 def apply_decision(version: str, decision: Decision, auto: bool = True) -> Promotion:
@@ -252,9 +305,11 @@ def apply_decision(version: str, decision: Decision, auto: bool = True) -> Promo
 
 def decide_and_promote(version: str, objective: str, value: float, fingerprint: str,
                        auto: bool = True, rule: str = "better",
-                       paired: PairedComparison | None = None) -> Promotion:
+                       paired: PairedComparison | None = None,
+                       cv_group_by: str | None = None) -> Promotion:
     """Apply the promotion rule to a registered ``version`` and move the alias when it wins."""
-    decision = decide(rule, objective, value, fingerprint, current_champion(), paired)
+    decision = decide(rule, objective, value, fingerprint, current_champion(), paired,
+                      new_cv_group_by=cv_group_by)
     return apply_decision(version, decision, auto)
 
 

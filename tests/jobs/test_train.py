@@ -166,3 +166,18 @@ def test_pearson_objective_maximizes(small_demo, pulse_home):
     best = trials["metrics.objective"].max()
     assert res.metrics.pearson == pytest.approx(best, abs=1e-9)
     assert res.version is None and "not registered" in res.promotion_reason
+
+
+def test_session_split_folds_are_not_paired_with_a_user_grouped_champion(small_demo, pulse_home):
+    """cv.group_by=none gives leaky out-of-fold predictions: never promoted over v1."""
+    champ = _train(small_demo, "model=ordinal_logit")
+    leaky = _train(small_demo, "model=ordinal_logit", "cv.group_by=none",
+                   "promotion.rule=better", "register=always")
+    assert champ.promoted and not leaky.promoted and leaky.paired is None
+    assert "grouped differently" in leaky.promotion_reason
+    client = mlflow.MlflowClient()
+    assert client.get_model_version("pulse-satisfaction", "1").tags["cv_group_by"] == "user_id"
+    assert client.get_model_version("pulse-satisfaction", "2").tags["cv_group_by"] == "none"
+    run = client.get_run(leaky.run_id)
+    assert run.data.tags["cv_group_by"] == "none" and run.data.tags["promotion"] == "kept"
+    assert not any(k.startswith("vs_champion_delta") for k in run.data.metrics)

@@ -96,3 +96,35 @@ def test_decide_candidates_and_missing_pairing():
     assert not d.promote and "other data" in d.reason
     with pytest.raises(PulseError, match="promotion.rule"):
         promotion.should_promote("cv_mse", 1.0, "a", 1.2, "a", rule="sometimes")
+
+
+def test_folds_grouped_otherwise_are_never_paired_or_promoted():
+    """A session-split (leaky) model never beats a user-grouped champion automatically."""
+    y, new, ref, users = _predictors(2, gain=0.5)  # a real gain: significant when comparable
+    paired = paired_bootstrap(y, new, ref, users, n_boot=500, seed=0)
+    assert paired.mse_ci_upper < 0
+    grouped = promotion.Champion(version="3", run_id="r", fingerprint="fp",
+                                 values={"cv_mse": _mse(y, ref)}, family="lightgbm",
+                                 cv_group_by="user_id")
+    for rule in ("significant", "better", "manual"):
+        d = promotion.decide(rule, "cv_mse", _mse(y, new), "fp", grouped, paired,
+                             new_cv_group_by="none")
+        assert not d.promote and not d.candidate, rule
+        assert "grouped differently" in d.reason and "leaky" in d.reason
+        assert d.paired is None and not any(k.startswith("vs_champion_d") for k in d.tags())
+    same = promotion.decide("significant", "cv_mse", _mse(y, new), "fp", grouped, paired,
+                            new_cv_group_by="user_id")
+    assert same.promote and "significantly better" in same.reason
+    # an old champion without the tag: no significant claim; `better` compares and says so
+    old = promotion.Champion(version="2", run_id="r", fingerprint="fp",
+                             values={"cv_mse": _mse(y, ref)}, family="lightgbm")
+    d = promotion.decide("significant", "cv_mse", _mse(y, new), "fp", old, paired,
+                         new_cv_group_by="user_id")
+    assert not d.promote and not d.candidate
+    assert "grouping of champion v2 is unknown" in d.reason
+    assert "champion v2 stays" in d.reason and "[" in d.reason  # the interval is still shown
+    d = promotion.decide("better", "cv_mse", _mse(y, new), "fp", old, paired,
+                         new_cv_group_by="user_id")
+    assert d.promote and "unknown" in d.reason
+    # callers that do not know the grouping keep the old behaviour
+    assert promotion.decide("significant", "cv_mse", _mse(y, new), "fp", old, paired).promote
