@@ -284,6 +284,28 @@ def run_oof(run_id: str) -> pd.DataFrame | None:
         return None
 
 
+def training_source(run_id: str) -> str | None:
+    """Where the training sessions of a family run came from (its dataset input), or None."""
+    import json
+
+    from mlflow.exceptions import MlflowException
+
+    try:
+        inputs = client().get_run(run_id).inputs
+    except MlflowException:
+        return None
+    for item in getattr(inputs, "dataset_inputs", None) or []:
+        if {t.key: t.value for t in item.tags}.get("mlflow.data.context") != "training":
+            continue
+        try:
+            uri = json.loads(item.dataset.source).get("uri")
+        except (TypeError, ValueError, AttributeError):
+            continue
+        if uri:
+            return str(uri)
+    return None
+
+
 def run_link(run_id: str) -> str:
     """The UI address of a run (see :mod:`pulse_ml.registry.links`)."""
     from pulse_ml.registry.links import run_url
@@ -380,11 +402,20 @@ def link_model_version(version, run_id: str | None = None) -> None:
 
 
 def finished_runs(kinds: tuple[str, ...] = (keys.KIND_FAMILY, keys.KIND_JUDGE)) -> pd.DataFrame:
-    """Finished runs of the given kinds in ``pulse-train`` (``mlflow.search_runs`` frame)."""
+    """Finished runs of the given kinds in ``pulse-train`` (``mlflow.search_runs`` frame).
+
+    Only reads the store (a read-only store is searched too); no experiment is created.
+    """
     import mlflow
 
-    exp_id = setup(keys.TRAIN_EXPERIMENT)
-    found = [mlflow.search_runs([exp_id], filter_string=f"tags.{keys.KIND} = '{kind}' and "
+    from pulse_ml.registry.store import connect
+
+    connect(write=False)
+    exp = client().get_experiment_by_name(keys.TRAIN_EXPERIMENT)
+    if exp is None:
+        return pd.DataFrame()
+    found = [mlflow.search_runs([exp.experiment_id],
+                                filter_string=f"tags.{keys.KIND} = '{kind}' and "
                                 "attributes.status = 'FINISHED'", output_format="pandas")
              for kind in kinds]
     found = [f for f in found if len(f)]

@@ -262,11 +262,12 @@ def importance_plot(importances: dict[str, float], path: Path, title: str = "") 
     plt.close(fig)
 
 
-def paired_plot(frame: pd.DataFrame, path: Path, reference: str) -> None:
+def paired_plot(frame: pd.DataFrame, path: Path, reference: str, level: int = 95) -> None:
     """Paired ΔMSE and Δr (new - reference) with their intervals, one row per model run.
 
     ``frame`` has columns ``label``, ``delta_mse``, ``mse_ci_lower``, ``mse_ci_upper``,
-    ``delta_r``, ``r_ci_lower``, ``r_ci_upper``.
+    ``delta_r``, ``r_ci_lower``, ``r_ci_upper`` (and optionally ``resampled``: ``users`` or
+    ``sessions``); ``level`` is the intervals' level in percent (``1 - paired.alpha``).
     """
     plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(9.0, 1.2 + 0.45 * len(frame)), sharey=True)
@@ -281,7 +282,9 @@ def paired_plot(frame: pd.DataFrame, path: Path, reference: str) -> None:
         ax.set_xlabel(label)
     axes[0].set_yticks(ys, list(frame["label"]), fontsize=8)
     axes[0].invert_yaxis()
-    fig.suptitle(f"Paired out-of-fold differences vs {reference} (95% user bootstrap)",
+    units = "user" if "resampled" not in frame or (frame["resampled"] == "users").all() \
+        else "session" if (frame["resampled"] == "sessions").all() else "user/session"
+    fig.suptitle(f"Paired out-of-fold differences vs {reference} ({level}% {units} bootstrap)",
                  fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -18,6 +18,10 @@ import pandas as pd
 from pulse_ml.errors import PulseError
 from pulse_ml.stats.paired import PairedComparison, paired_bootstrap
 
+# Without user ids a paired bootstrap resamples sessions, which ignores the clustering of a
+# user's sessions: its 95% interval covered ~0.84 in tests/stats/test_paired.py.
+NO_USERS_NOTE = "sessions resampled: no user ids; interval may be too narrow"
+
 
 @dataclass(frozen=True)
 class PairedSettings:
@@ -38,25 +42,39 @@ def with_users(oof: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def has_users(new: pd.DataFrame, ref: pd.DataFrame,
+              users: Mapping[str, str] | pd.Series | None = None) -> bool:
+    """Whether :func:`compare_oof` can resample users (else it resamples sessions)."""
+    return users is not None or "user_id" in new.columns or "user_id" in ref.columns
+
+
 def compare_oof(new: pd.DataFrame, ref: pd.DataFrame,
                 users: Mapping[str, str] | pd.Series | None = None,
-                settings: PairedSettings = PairedSettings()) -> PairedComparison:
+                settings: PairedSettings = PairedSettings(),
+                require_users: bool = False) -> PairedComparison:
     """Difference new - reference in out-of-fold MSE, MAE and r on their common sessions.
 
     Args:
         new: OOF table of the new predictor (session_id, rating, prediction[, user_id]).
         ref: OOF table of the reference predictor (e.g. the champion).
         users: session_id -> user_id; default the ``user_id`` column of ``new`` (or ``ref``);
-            without any, sessions are resampled one by one.
+            without any, sessions are resampled one by one (see :data:`NO_USERS_NOTE`; check
+            with :func:`has_users`).
         settings: Bootstrap settings.
+        require_users: Refuse to resample sessions when no user ids are known.
 
     Returns:
         The :class:`~pulse_ml.stats.paired.PairedComparison`.
 
     Raises:
         PulseError: the tables share no session, or share sessions with different ratings
-            (they were not trained on the same data).
+            (they were not trained on the same data), or ``require_users`` without user ids.
     """
+    if require_users and not has_users(new, ref, users):
+        raise PulseError("the out-of-fold tables have no user_id column (runs logged before "
+                         "user ids were kept) and no session -> user mapping was given: a "
+                         "bootstrap over sessions would ignore the clustering of users. Retrain "
+                         "the models, or give the session table that holds their user_id.")
     a = new.assign(session_id=new["session_id"].astype(str))
     b = ref.assign(session_id=ref["session_id"].astype(str))
     both = a.merge(b[["session_id", "rating", "prediction"]], on="session_id", how="inner",
