@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from pulse_ml import settings as shared
-from pulse_ml.config import Node, choice, flag, mapping, number, text, to_yaml
+from pulse_ml.config import Node, choice, flag, mapping, names, number, text, to_yaml
 from pulse_ml.errors import PulseError
 from pulse_ml.models.factory import ModelSpec, model_spec_from_mapping
 from pulse_ml.models.text_cache import cache_folder
@@ -99,6 +99,7 @@ class TrainResult:
     study_name: str = ""
     storage: str | None = None
     run_url: str = ""
+    objective: str = "cv_mse"
 
 
 @dataclass(frozen=True)
@@ -145,11 +146,6 @@ def text_cache_folder(cfg: Node) -> str | None:
             return env or None
         return str(project_root() / ".cache" / "text")
     return text(cfg, "text_cache")
-
-    @property
-    def auto_promote(self) -> bool:
-        """``promote=auto`` (kept for callers of the old settings)."""
-        return self.promotion.auto
 
 
 def tuning_settings(cfg: Node, verb: str = "train") -> TuningSettings:
@@ -231,11 +227,9 @@ def training_selection(cfg: Node, verb: str = "train") -> TrainingSelection:
     raw = cfg.select("exclude_case_studies")
     if raw is None or (isinstance(raw, str) and raw.strip().lower() in ("", "none")):
         excluded: tuple[str, ...] = ()
-    elif isinstance(raw, str) and raw.strip().lower() == "all":
-        excluded = ("all",)
     elif isinstance(raw, str | list | tuple):
-        items = raw.split(",") if isinstance(raw, str) else raw
-        excluded = tuple(str(v).strip() for v in items if str(v).strip())
+        chosen = names(raw)  # None: all
+        excluded = ("all",) if chosen is None else tuple(v.strip() for v in chosen if v.strip())
     else:
         raise PulseError(f"pulse-ml {verb}: exclude_case_studies={raw!r}: give a list of case "
                          "study names, e.g. exclude_case_studies=[plan,memory], or all.")
@@ -396,7 +390,7 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
             paired=paired, champion_version=decision.champion_version, n_labeled=n_lab,
             n_unlabeled=n_unl, ci_reduction=red, ci_reduction_ref=red_ref,
             ci_ratio_ref=job.ci_ratio, study_name=tuning.study_name or "",
-            storage=tuning.storage, run_url=runs.run_link(run_id))
+            storage=tuning.storage, run_url=runs.run_link(run_id), objective=objective)
         version_tags = {
             keys.FAMILY: spec.name, keys.FEATURE_SET: fit.features.name,
             keys.DATA_FINGERPRINT: fp, keys.LABEL_FINGERPRINT: label_fp,
@@ -463,25 +457,28 @@ def summary(result: TrainResult) -> str:
     from pulse_ml.registry.promotion import paired_sentence
 
     m = result.metrics
-    row = pd.DataFrame([{
+    row = pd.DataFrame([{  # the words of the pipeline's table: r, champion
         "family": result.family, "features": result.feature_set, "trials": result.n_trials,
-        "cv_mse": m.mse, "cv_mae": m.mae, "cv_pearson": m.pearson,
+        "cv_mse": m.mse, "cv_mae": m.mae, "r": m.pearson,
         "r_std": float(np.std(m.fold_pearson)), "time_s": result.seconds,
-        "version": result.version or "-", "promoted": "yes" if result.promoted else "no",
+        "version": result.version or "-", "champion": "yes" if result.promoted else "no",
     }])
     params = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                        for k, v in result.best_params.items())
     lines = [text_table(row), "", f"best params: {params or '(none: no search space)'}"]
-    if result.paired is not None:
+    if result.paired is not None:  # the difference the decision used first (the objective)
         p, versus = result.paired, f"champion v{result.champion_version}"
-        lines.append(f"vs {versus}: {paired_sentence(p, 'cv_mse', versus)}; Δr = "
-                     f"{p.delta_r:+.4f} [{p.r_ci_lower:+.4f}, {p.r_ci_upper:+.4f}]")
+        other = (f"ΔMSE = {p.delta_mse:+.4f} [{p.mse_ci_lower:+.4f}, {p.mse_ci_upper:+.4f}]"
+                 if result.objective == "cv_pearson" else
+                 f"Δr = {p.delta_r:+.4f} [{p.r_ci_lower:+.4f}, {p.r_ci_upper:+.4f}]")
+        lines.append(f"vs {versus}: {paired_sentence(p, result.objective, versus)}; {other}")
     lines.append(f"expected CI reduction with this predictor: {100 * result.ci_reduction:.1f}% "
                  f"at this data's N/n = {result.n_unlabeled / max(result.n_labeled, 1):.1f} "
                  f"({result.n_labeled:,} labeled, {result.n_unlabeled:,} unlabeled); "
                  f"{100 * result.ci_reduction_ref:.1f}% at N/n = {result.ci_ratio_ref:g}")
-    lines.append(f"promotion (rule {result.rule}): "
-                 f"{'promoted' if result.promoted else 'kept'} — {result.promotion_reason}")
+    lines.append(f"champion (rule {result.rule}): "
+                 f"{'yes, the new champion' if result.promoted else 'no'} — "
+                 f"{result.promotion_reason}")
     if result.version:
         lines.append(f"registered: version {result.version} of {REGISTERED_MODEL} "
                      f"({links.model_version_url(REGISTERED_MODEL, result.version)})")
