@@ -35,7 +35,6 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from pulse_ml import settings as shared
@@ -43,14 +42,15 @@ from pulse_ml.config import Node, choice, flag, mapping, names, number, text, to
 from pulse_ml.errors import PulseError
 from pulse_ml.models.factory import ModelSpec, model_spec_from_mapping
 from pulse_ml.models.text_cache import cache_folder
-from pulse_ml.report.tables import say, text_table, wrap_lines
+from pulse_ml.report.tables import say, wrap_lines
 from pulse_ml.sessions.feature_sets import FeatureSet
 from pulse_ml.sessions.table import SessionTable, load_sessions
 from pulse_ml.simulate.demo import ensure_demo_data
-from pulse_ml.stats.paired import PairedComparison, expected_ci_reduction_at_ratio
+from pulse_ml.stats.paired import expected_ci_reduction_at_ratio
+from pulse_ml.training import report
 from pulse_ml.training.family import FamilyFit, tune_family
-from pulse_ml.training.metrics import CVMetrics
 from pulse_ml.training.paired import PairedSettings
+from pulse_ml.training.report import TrainResult
 from pulse_ml.training.selection import (
     TrainingSelection,
     parse_trained_before,
@@ -70,36 +70,6 @@ RULES = {"significant": "promote when the paired 95% interval excludes 0 in the 
 GROUP_MODES = {"user_id": "all sessions of a user in one fold",
                "none": "plain shuffled KFold, as the paper"}
 STORAGE_AUTO = "auto"
-
-
-@dataclass(frozen=True)
-class TrainResult:
-    """What one ``train`` call produced."""
-
-    family: str
-    feature_set: str
-    run_id: str
-    best_params: dict
-    metrics: CVMetrics
-    n_trials: int
-    seconds: float
-    version: str | None
-    promoted: bool
-    promotion_reason: str
-    data_fingerprint: str
-    rule: str = "significant"
-    candidate: bool = False
-    paired: PairedComparison | None = None
-    champion_version: str | None = None
-    n_labeled: int = 0
-    n_unlabeled: int = 0
-    ci_reduction: float = float("nan")
-    ci_reduction_ref: float = float("nan")
-    ci_ratio_ref: float = 20.0
-    study_name: str = ""
-    storage: str | None = None
-    run_url: str = ""
-    objective: str = "cv_mse"
 
 
 @dataclass(frozen=True)
@@ -295,40 +265,6 @@ def _paired_with_champion(fit: FamilyFit, champion, settings: PairedSettings, gr
     return compare_oof(fit.ensemble.oof, ref, users, settings)
 
 
-def describe(result: TrainResult, fit: FamilyFit, data_name: str, tuning: TuningSettings,
-             registered: str) -> str:
-    """The run's and the version's description (Markdown)."""
-    m = result.metrics
-    states = pd.Series([t.state.name for t in fit.trials]).value_counts().to_dict()
-    lines = [
-        f"**{result.family}** on feature set `{result.feature_set}` "
-        f"({len(fit.features.names)} features): {result.n_labeled:,} labeled sessions of "
-        f"`{data_name}` (fingerprint `{result.data_fingerprint[:12]}`), "
-        f"{tuning.n_splits}-fold CV {'grouped by user' if tuning.group_by_user else 'by session'}"
-        f", seed {tuning.seed}.",
-        f"- Optuna: {len(fit.trials)} trial(s) in this run ({states.get('PRUNED', 0)} pruned, "
-        f"{states.get('FAIL', 0)} failed; {fit.n_trials_total} in the study), best trial "
-        f"{fit.best_number}; study `{result.study_name}`.",
-        f"- Out-of-fold: MSE {m.mse:.4f} ± {np.std(m.fold_mse):.4f}, MAE {m.mae:.4f}, "
-        f"r {m.pearson:.4f} ± {np.std(m.fold_pearson):.4f} (± = sd over folds).",
-    ]
-    if result.paired is not None:
-        p = result.paired
-        lines.append(f"- vs champion v{result.champion_version} on the same sessions: ΔMSE "
-                     f"{p.delta_mse:+.4f} [{p.mse_ci_lower:+.4f}, {p.mse_ci_upper:+.4f}], Δr "
-                     f"{p.delta_r:+.4f} [{p.r_ci_lower:+.4f}, {p.r_ci_upper:+.4f}] "
-                     f"({round(100 * (1 - p.alpha))}% user bootstrap, {p.n_groups} users).")
-    lines += [
-        f"- Expected CI reduction with this predictor: {100 * result.ci_reduction:.1f}% at this "
-        f"data's N/n = {result.n_unlabeled / max(result.n_labeled, 1):.1f}; "
-        f"{100 * result.ci_reduction_ref:.1f}% at N/n = {result.ci_ratio_ref:g}.",
-        f"- Promotion (rule `{result.rule}`): "
-        f"{'**promoted**' if result.promoted else 'kept'} — {result.promotion_reason}.",
-        f"- Registered: {registered}.",
-    ]
-    return "\n".join(lines)
-
-
 def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> TrainResult:
     """Tune one family, log it to ``pulse-train``, compare with the champion, register, promote.
 
@@ -414,7 +350,7 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
         registered = (f"version {version} of `{keys.REGISTERED_MODEL}`" if version else
                       f"no (register={job.register}); the logged model `{spec.name}` of this "
                       "run can be registered by hand")
-        text_ = describe(result, fit, data_name, tuning, registered)
+        text_ = report.describe(result, fit, data_name, tuning, registered)
         if version:
             models.describe_version(version, text_)
         runs.set_tags({**decision.tags(), keys.REGISTERED_VERSION: version or "",
@@ -451,45 +387,13 @@ def _log_fit(fit: FamilyFit, tuning: TuningSettings, config_yaml: str, oof: pd.D
 
 
 def summary(result: TrainResult) -> str:
-    """The end-of-run summary: metrics, the paired comparison, promotion, where to look."""
+    """The end-of-run summary (see :func:`pulse_ml.training.report.summary`) with its links."""
     from pulse_ml.registry import links
     from pulse_ml.registry.keys import REGISTERED_MODEL
-    from pulse_ml.registry.promotion import paired_sentence
 
-    m = result.metrics
-    row = pd.DataFrame([{  # the words of the pipeline's table: r, champion
-        "family": result.family, "features": result.feature_set, "trials": result.n_trials,
-        "cv_mse": m.mse, "cv_mae": m.mae, "r": m.pearson,
-        "r_std": float(np.std(m.fold_pearson)), "time_s": result.seconds,
-        "version": result.version or "-", "champion": "yes" if result.promoted else "no",
-    }])
-    params = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                       for k, v in result.best_params.items())
-    lines = [text_table(row), "", f"best params: {params or '(none: no search space)'}"]
-    if result.paired is not None:  # the difference the decision used first (the objective)
-        p, versus = result.paired, f"champion v{result.champion_version}"
-        other = (f"ΔMSE = {p.delta_mse:+.4f} [{p.mse_ci_lower:+.4f}, {p.mse_ci_upper:+.4f}]"
-                 if result.objective == "cv_pearson" else
-                 f"Δr = {p.delta_r:+.4f} [{p.r_ci_lower:+.4f}, {p.r_ci_upper:+.4f}]")
-        lines.append(f"vs {versus}: {paired_sentence(p, result.objective, versus)}; {other}")
-    lines.append(f"expected CI reduction with this predictor: {100 * result.ci_reduction:.1f}% "
-                 f"at this data's N/n = {result.n_unlabeled / max(result.n_labeled, 1):.1f} "
-                 f"({result.n_labeled:,} labeled, {result.n_unlabeled:,} unlabeled); "
-                 f"{100 * result.ci_reduction_ref:.1f}% at N/n = {result.ci_ratio_ref:g}")
-    lines.append(f"champion (rule {result.rule}): "
-                 f"{'yes, the new champion' if result.promoted else 'no'} — "
-                 f"{result.promotion_reason}")
-    if result.version:
-        lines.append(f"registered: version {result.version} of {REGISTERED_MODEL} "
-                     f"({links.model_version_url(REGISTERED_MODEL, result.version)})")
-    if result.storage:
-        lines.append(f"study: {result.study_name} in {result.storage} (add trials with "
-                     f"tuning.study_name={result.study_name})")
-    lines.append(f"MLflow run: {result.run_url}")
-    hint = links.ui_hint_once()
-    if hint:
-        lines.append(hint)
-    return wrap_lines("\n".join(lines))
+    url = (links.model_version_url(REGISTERED_MODEL, result.version) if result.version
+           else None)
+    return report.summary(result, REGISTERED_MODEL, url, links.ui_hint_once())
 
 
 def run(cfg: Node) -> TrainResult:

@@ -32,6 +32,7 @@ from pulse_ml.registry import keys
 from pulse_ml.registry.keys import CHAMPION, REGISTERED_MODEL
 from pulse_ml.registry.models import champion_version, client
 from pulse_ml.stats.paired import PairedComparison
+from pulse_ml.training.paired import difference, paired_sentence  # noqa: F401 - re-exported
 
 RULES = {
     "significant": "promote when the 95% interval of the paired difference with the champion "
@@ -141,18 +142,7 @@ class Promotion:
     champion_value: float | None = None
 
 
-def _interval(paired: PairedComparison, objective: str) -> tuple[str, float, float, float]:
-    if objective == "cv_pearson":
-        return "Δr", paired.delta_r, paired.r_ci_lower, paired.r_ci_upper
-    return "ΔMSE", paired.delta_mse, paired.mse_ci_lower, paired.mse_ci_upper
-
-
-def paired_sentence(paired: PairedComparison, objective: str, versus: str) -> str:
-    """``ΔMSE (new - champion v3) = -0.012, 95% interval [-0.034, +0.009] over 412 users``."""
-    label, value, lo, hi = _interval(paired, objective)
-    level = round(100 * (1 - paired.alpha))
-    return (f"{label} (new - {versus}) = {value:+.4f}, {level}% interval [{lo:+.4f}, {hi:+.4f}] "
-            f"over {paired.n_groups} users ({paired.n_sessions} sessions)")
+_interval = difference  # the paired difference an objective is judged on
 
 
 def significantly_better(paired: PairedComparison, objective: str) -> bool:

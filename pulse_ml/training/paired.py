@@ -32,6 +32,24 @@ class PairedSettings:
     seed: int = 0
 
 
+def difference(paired: PairedComparison, objective: str) -> tuple[str, float, float, float]:
+    """``(label, value, lower, upper)`` of the difference ``objective`` is judged on.
+
+    Δr for ``cv_pearson``, ΔMSE otherwise.
+    """
+    if objective == "cv_pearson":
+        return "Δr", paired.delta_r, paired.r_ci_lower, paired.r_ci_upper
+    return "ΔMSE", paired.delta_mse, paired.mse_ci_lower, paired.mse_ci_upper
+
+
+def paired_sentence(paired: PairedComparison, objective: str, versus: str) -> str:
+    """``ΔMSE (new - champion v3) = -0.012, 95% interval [-0.034, +0.009] over 412 users``."""
+    label, value, lo, hi = difference(paired, objective)
+    level = round(100 * (1 - paired.alpha))
+    return (f"{label} (new - {versus}) = {value:+.4f}, {level}% interval [{lo:+.4f}, {hi:+.4f}] "
+            f"over {paired.n_groups} users ({paired.n_sessions} sessions)")
+
+
 def with_users(oof: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
     """The OOF table with the ``user_id`` of each session from ``frame`` (for the artifact)."""
     out = oof.copy()
