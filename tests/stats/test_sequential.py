@@ -172,6 +172,22 @@ def test_stats_sequential_groups_order_and_band_formulas():
     assert together.stops.conclusive.any() and (together.stops.band == "fixed").sum() == 6
 
 
+def test_stats_sequential_gram_paths_agree():
+    """Few large looks (a matrix product per look) and many small ones (all cells at once)."""
+    big, _ = simulate_monitoring(1, n_days=4, labeled_per_day=300, unlabeled_per_day=600,
+                                 n_users=2000, seed=8)
+    alone = _monitor(big, n_looks=4, min_units_per_arm=2).table.drop(columns="group")
+    # (> 256 cells per look there: one matrix product per look)
+    tiny, _ = simulate_monitoring(300, n_days=4, labeled_per_day=3, unlabeled_per_day=3,
+                                  n_users=12, seed=9)
+    both = {k: np.concatenate([big[k], tiny[k] if k != "users" else tiny[k] + 10_000])
+            for k in ("arm", "labeled", "rating", "prediction", "look", "users")}
+    both["group"] = np.concatenate([big["group"], tiny["group"] + 1])
+    mixed = _monitor(both, n_looks=4, min_units_per_arm=2).table  # few cells per look
+    mine = mixed[mixed.group == 0].drop(columns="group").reset_index(drop=True)
+    pd.testing.assert_frame_equal(mine, alone, check_exact=False, rtol=1e-10, atol=1e-12)
+
+
 def test_stats_sequential_burn_in_and_target():
     data, _ = simulate_monitoring(
         1, n_days=8, labeled_per_day=3, unlabeled_per_day=10, effect=0.3, seed=4

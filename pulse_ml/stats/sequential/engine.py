@@ -145,17 +145,22 @@ def look_moments(
     nonlin = np.zeros((n_seg, 14))
     if cell.shape[0]:
         nonlin[seg_ids] = np.add.reduceat(_phi(new) - _phi(old), bounds, axis=0)
-        iu, ju = np.triu_indices(10)
-        upper = np.zeros((seg_ids.size, iu.size))
         edges = np.r_[bounds, cell.shape[0]]
-        step = max(1, int(bounds.size * _CHUNK / cell.shape[0]))
-        chunks = [(i, min(i + step, bounds.size)) for i in range(0, bounds.size, step)]
-        for b0, b1 in chunks:  # whole segments per chunk (bounded memory)
-            lo, hi = edges[b0], edges[b1]
-            prod = new[lo:hi, iu] * new[lo:hi, ju] - old[lo:hi, iu] * old[lo:hi, ju]
-            upper[b0:b1] = np.add.reduceat(prod, bounds[b0:b1] - lo, axis=0)
-        gram10[seg_ids[:, None], iu[None, :], ju[None, :]] = upper
-        gram10[seg_ids[:, None], ju[None, :], iu[None, :]] = upper
+        if cell.shape[0] >= 256 * bounds.size:  # few large segments: two products each
+            for k, s in enumerate(seg_ids):
+                xn, xo = new[edges[k]:edges[k + 1]], old[edges[k]:edges[k + 1]]
+                gram10[s] = xn.T @ xn - xo.T @ xo
+        else:  # many small segments (simulations): all products at once, in chunks
+            iu, ju = np.triu_indices(10)
+            upper = np.zeros((seg_ids.size, iu.size))
+            step = max(1, int(bounds.size * _CHUNK / cell.shape[0]))
+            for b0 in range(0, bounds.size, step):  # whole segments per chunk (bounded memory)
+                b1 = min(b0 + step, bounds.size)
+                lo, hi = edges[b0], edges[b1]
+                prod = new[lo:hi, iu] * new[lo:hi, ju] - old[lo:hi, iu] * old[lo:hi, ju]
+                upper[b0:b1] = np.add.reduceat(prod, bounds[b0:b1] - lo, axis=0)
+            gram10[seg_ids[:, None], iu[None, :], ju[None, :]] = upper
+            gram10[seg_ids[:, None], ju[None, :], iu[None, :]] = upper
     gram10 = gram10.reshape(n_groups, n_looks, 10, 10).cumsum(axis=1).reshape(n_seg, 10, 10)
     nonlin = nonlin.reshape(n_groups, n_looks, 14).cumsum(axis=1).reshape(n_seg, 14)
     return Moments(
