@@ -2,12 +2,16 @@
 
 At each look (daily by default: day 1 is the day of a case study's first session; or
 ``looks=[1,7,14,21]`` / ``looks=[2025-06-08,...]``) the naive and the PPI++ effect of every case
-study (or ``case_study=NAME``) with the fixed-horizon 95% Wald interval (what a daily dashboard
-shows: acting on the first day it excludes 0 inflates false positives) and an anytime-valid
-asymptotic confidence sequence (Waudby-Smith et al. 2024; for PPI++ Kilian, Cortinovis & Caron
-2025), valid uniformly over looks: the test may stop the first day the sequence excludes 0. The
-PPI++ lambda at a look uses only the data up to it; variances are cluster-robust by user as in
-``infer``. Sessions need ``started_at`` (ISO 8601 or epoch seconds); a rating counts from the
+study (or ``case_study=NAME``) with the fixed 95% interval (``infer``'s interval on the data so
+far; what a daily dashboard shows: acting on the first day it excludes 0 inflates false
+positives) and an anytime-valid asymptotic confidence sequence (Waudby-Smith et al. 2024; for
+PPI++ Kilian, Cortinovis & Caron 2025), valid uniformly over looks: the test may stop the first
+day the sequence excludes 0. The PPI++ lambda at a look uses only the data up to it; variances
+are cluster-robust by user as in ``infer``. The sequence is tightest at the labels expected by
+``horizon_days`` (21; from the label rate up to the burn-in look, so re-runs never redraw
+earlier days) or at ``target_labels``. Intervals start once each arm has ``min_units_per_arm``
+labeled users; fewer than 24 per arm by the last look (below the checked validity) gives a
+warning. Sessions need ``started_at`` (ISO 8601 or epoch seconds); a rating counts from the
 session's start; sessions after the last look are left out.
 
 Predictions are honest: out-of-fold for the model's training sessions, the fold models' mean
