@@ -123,44 +123,50 @@ def look_moments(
     cl = clusters if n_groups == 1 else grp * n_cl + clusters  # one cluster per (group, user)
     n_cl = int(cl.max()) + 1 if cl.size else 1
     cell_key, inv = np.unique(seg * n_cl + cl, return_inverse=True)
-    is_t = arm == 1
     cell = np.empty((cell_key.size, 10))
+    by_arm = inv * 2 + arm
     for j, v in enumerate((labf, yl, fl, unlf, fu)):
-        cell[:, j] = np.bincount(inv, weights=np.where(is_t, 0.0, v), minlength=cell_key.size)
-        cell[:, 5 + j] = np.bincount(inv, weights=np.where(is_t, v, 0.0),
-                                     minlength=cell_key.size)
+        cell[:, [j, 5 + j]] = np.bincount(by_arm, weights=v,
+                                          minlength=2 * cell_key.size).reshape(-1, 2)
     cell_seg, cell_cl = cell_key // n_cl, cell_key % n_cl
-    # a cluster's sums before the segment: running sum over its earlier cells
-    by_cl = np.argsort(cell_cl, kind="stable")  # cells stay in look order within a cluster
-    run = np.cumsum(cell[by_cl], axis=0)
-    first = np.flatnonzero(np.r_[True, cell_cl[by_cl][1:] != cell_cl[by_cl][:-1]])
-    base = np.repeat(run[first] - cell[by_cl][first], np.diff(np.r_[first, by_cl.size]),
-                     axis=0)
-    old = np.empty_like(cell)
-    old[by_cl] = run - cell[by_cl] - base
-    new = old + cell
     bounds = np.flatnonzero(np.r_[True, cell_seg[1:] != cell_seg[:-1]])
     seg_ids = cell_seg[bounds]
+    edges = np.r_[bounds, cell.shape[0]]
     gram10 = np.zeros((n_seg, 10, 10))
     nonlin = np.zeros((n_seg, 14))
-    if cell.shape[0]:
+    if cell.shape[0] >= 256 * bounds.size:  # few large segments: a loop over them
+        if n_cl > 2 * cell.shape[0]:
+            cell_cl = np.unique(cell_cl, return_inverse=True)[1]
+        running = np.zeros((int(cell_cl.max()) + 1, 10))
+        for k, s in enumerate(seg_ids):
+            lo, hi = edges[k], edges[k + 1]
+            u = cell_cl[lo:hi]
+            xo = running[u]
+            xn = xo + cell[lo:hi]
+            running[u] = xn
+            gram10[s] = xn.T @ xn - xo.T @ xo
+            nonlin[s] = (_phi(xn) - _phi(xo)).sum(axis=0)
+    elif cell.shape[0]:  # many small segments (simulations): every cell at once
+        # a cluster's sums before the segment: running sum over its earlier cells
+        by_cl = np.argsort(cell_cl, kind="stable")  # cells stay in look order within a cluster
+        run = np.cumsum(cell[by_cl], axis=0)
+        first = np.flatnonzero(np.r_[True, cell_cl[by_cl][1:] != cell_cl[by_cl][:-1]])
+        base = np.repeat(run[first] - cell[by_cl][first], np.diff(np.r_[first, by_cl.size]),
+                         axis=0)
+        old = np.empty_like(cell)
+        old[by_cl] = run - cell[by_cl] - base
+        new = old + cell
         nonlin[seg_ids] = np.add.reduceat(_phi(new) - _phi(old), bounds, axis=0)
-        edges = np.r_[bounds, cell.shape[0]]
-        if cell.shape[0] >= 256 * bounds.size:  # few large segments: two products each
-            for k, s in enumerate(seg_ids):
-                xn, xo = new[edges[k]:edges[k + 1]], old[edges[k]:edges[k + 1]]
-                gram10[s] = xn.T @ xn - xo.T @ xo
-        else:  # many small segments (simulations): all products at once, in chunks
-            iu, ju = np.triu_indices(10)
-            upper = np.zeros((seg_ids.size, iu.size))
-            step = max(1, int(bounds.size * _CHUNK / cell.shape[0]))
-            for b0 in range(0, bounds.size, step):  # whole segments per chunk (bounded memory)
-                b1 = min(b0 + step, bounds.size)
-                lo, hi = edges[b0], edges[b1]
-                prod = new[lo:hi, iu] * new[lo:hi, ju] - old[lo:hi, iu] * old[lo:hi, ju]
-                upper[b0:b1] = np.add.reduceat(prod, bounds[b0:b1] - lo, axis=0)
-            gram10[seg_ids[:, None], iu[None, :], ju[None, :]] = upper
-            gram10[seg_ids[:, None], ju[None, :], iu[None, :]] = upper
+        iu, ju = np.triu_indices(10)
+        upper = np.zeros((seg_ids.size, iu.size))
+        step = max(1, int(bounds.size * _CHUNK / cell.shape[0]))
+        for b0 in range(0, bounds.size, step):  # whole segments per chunk (bounded memory)
+            b1 = min(b0 + step, bounds.size)
+            lo, hi = edges[b0], edges[b1]
+            prod = new[lo:hi, iu] * new[lo:hi, ju] - old[lo:hi, iu] * old[lo:hi, ju]
+            upper[b0:b1] = np.add.reduceat(prod, bounds[b0:b1] - lo, axis=0)
+        gram10[seg_ids[:, None], iu[None, :], ju[None, :]] = upper
+        gram10[seg_ids[:, None], ju[None, :], iu[None, :]] = upper
     gram10 = gram10.reshape(n_groups, n_looks, 10, 10).cumsum(axis=1).reshape(n_seg, 10, 10)
     nonlin = nonlin.reshape(n_groups, n_looks, 14).cumsum(axis=1).reshape(n_seg, 14)
     return Moments(
