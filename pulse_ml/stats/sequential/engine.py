@@ -9,9 +9,13 @@ of the sessions with ``look <= k`` and hands the whole batch (leading axis ``gro
 Most statistics are sums over sessions (cumulated per look by ``bincount`` and ``cumsum``). The
 others are sums over clusters of a function of the cluster's running sums (the Gram matrix of the
 per-cluster linear sums, cluster counts, the pieces of the prediction ANOVA): sessions are sorted
-by (group, look, cluster); a loop over the (group, look) segments keeps each cluster's running
-10-vector ``(n, sum y, sum f, N, sum f~)`` of both arms and adds ``phi(x_new) - phi(x_old)`` of the
-clusters touched in the segment. Without users every session is its own cluster (``x_old = 0``).
+into (group, look, cluster) cells, each cell's cluster has a running 10-vector
+``x = (n, sum y, sum f, N, sum f~)`` of both arms, and every (group, look) segment adds
+``phi(x_new) - phi(x_old)`` of the clusters it touches (``x x^T`` for the Gram matrix). Few large
+segments (a live test) run a loop with one matrix product per look; many small ones (seeded
+simulations: replications x looks) take ``x_old`` from a cumulative sum per cluster and all
+products at once. Without users every session is its own cluster (``x_old = 0``), and every
+term is a plain per-session sum.
 """
 
 from __future__ import annotations
