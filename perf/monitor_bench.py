@@ -90,6 +90,7 @@ def _run(reps: int, effect: float, setting: dict, seed: int) -> dict[str, np.nda
             DAYS,
             users=data["users"],
             groups=data["group"],
+            horizon=DAYS,  # the monitor job's default target: a 21-day planned horizon
         )
         tab = res.table
         for est in ("naive", "augmented"):

@@ -13,7 +13,8 @@ Formats:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 from pulse_ml.extract.sessions import RawSession, SessionBuilder, Turn
@@ -111,6 +112,31 @@ def _v1_event(b: SessionBuilder, e: dict) -> None:
             b.agent(_text(action.get("message")))
 
 
+def parse_timestamp(value: Any) -> datetime | None:
+    """An event's ``timestamp`` as an aware UTC datetime (None if absent or unreadable).
+
+    ISO 8601 strings (OpenHands writes ``2025-04-30T16:32:54.707474``; no offset = UTC, the
+    session-table rule) or epoch seconds.
+    """
+    if isinstance(value, bool) or value is None or value == "":
+        return None
+    try:
+        if isinstance(value, (int, float)):
+            return datetime.fromtimestamp(float(value), tz=UTC)
+        if not isinstance(value, str):
+            return None
+        ts = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except (ValueError, OverflowError, OSError):
+        return None
+    return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
+
+
+def first_timestamp(events: Iterable[dict]) -> datetime | None:
+    """The earliest readable ``timestamp`` of the events (the session's start), or None."""
+    times = [t for t in (parse_timestamp(e.get("timestamp")) for e in events) if t is not None]
+    return min(times) if times else None
+
+
 def session_from_events(events: list, session_id: str, source: str,
                         instruction: str | None = None) -> RawSession:
     """Build a session from an OpenHands V0 or V1 event list.
@@ -136,6 +162,7 @@ def session_from_events(events: list, session_id: str, source: str,
     handler = _v1_event if v1 else _v0_event
     for e in flat:
         handler(builder, e)
+    session.started_at = first_timestamp(flat)
     if instruction and session.user_message_count == 0:
         session.turns.insert(0, Turn("user", instruction, 1))
         for turn in session.turns[1:]:

@@ -7,6 +7,7 @@ Every reader (OpenHands V0/V1 events, eval/feedback records, generic chat) produ
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 
 @dataclass
@@ -42,6 +43,8 @@ class RawSession:
         condition: Condition (agent variant) from the record, if any.
         rating: Inline session rating (1-5) from the record, if any.
         feedback: Inline session feedback (``positive`` / ``negative``), if any.
+        started_at: When the session started (UTC): the earliest event timestamp of an
+            OpenHands event stream; ``None`` when the source has no timestamps (chats).
     """
 
     session_id: str
@@ -54,6 +57,7 @@ class RawSession:
     condition: str | None = None
     rating: float | None = None
     feedback: str | None = None
+    started_at: datetime | None = None
 
     @property
     def user_message_count(self) -> int:

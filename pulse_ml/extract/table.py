@@ -99,9 +99,10 @@ def assemble(sessions: list[RawSession], ratings: pd.DataFrame | None, case_stud
 
     Returns:
         One row per session with the contract's columns, ``n_segments``, ``user_text``,
-        ``transcript`` and ``feedback`` when any session has one. Segment ratings win over
-        inline ratings. ``frame.attrs["notes"]`` lists what the user should know (capped
-        texts).
+        ``transcript``, ``feedback`` when any session has one and ``started_at`` (UTC, the
+        first event's timestamp; empty for sessions without timestamps) when any has one.
+        Segment ratings win over inline ratings. ``frame.attrs["notes"]`` lists what the user
+        should know (capped texts).
     """
     ids = [s.session_id for s in sessions]
     frame = pd.DataFrame({
@@ -137,6 +138,10 @@ def assemble(sessions: list[RawSession], ratings: pd.DataFrame | None, case_stud
         frame[col] = frame["session_id"].map(flags[col]).fillna(0).astype(np.int64)
     if any(s.feedback for s in sessions):
         frame["feedback"] = [s.feedback or "" for s in sessions]
+    if any(s.started_at is not None for s in sessions):  # event streams with timestamps
+        frame["started_at"] = pd.to_datetime(
+            pd.Series([s.started_at for s in sessions], index=frame.index, dtype=object),
+            utc=True)
     texts, note = user_texts(sessions, text_max_chars)
     frame["user_text"] = pd.Series(texts, index=frame.index, dtype=object)
     frame["transcript"] = [json.dumps(s.transcript(), ensure_ascii=False) for s in sessions]

@@ -19,10 +19,14 @@ Notes:
     sessions (``pulse-ml train trained_before=... exclude_case_studies=...``). Cross-fitted
     predictions depend weakly on the other folds' labels (later days included); as for
     cross-prediction-powered inference (Zrnic & Candes 2024) this vanishes asymptotically.
-    The mixture target t* (labels at which the sequence is tightest) is set per case study
-    from the label counts at ``target_look`` (1-based; beyond the data it is extrapolated from
-    the labels per look so far, which moves only with arrival counts, not with ratings) or
-    fixed in advance with ``target_labels``.
+    The mixture target t* (labels at which the sequence is tightest) must not depend on data
+    that arrive later, or each daily re-run would move it and redraw the bands of earlier days.
+    It is fixed in advance with ``target_labels``, or (default) taken from the planned length
+    of the test: ``horizon_days`` (21) times the label rate up to the burn-in look (the first
+    look with intervals, when each arm has ``min_units_per_arm`` labeled users), so a run on
+    day 9 and a run on day 21 show the same bands for days 1-9. Before the burn-in look the
+    rows have effects but no intervals (NaN): an arm without labels before the first look is
+    refused only when it still has too few by the last look.
 
 References:
     I. Waudby-Smith et al. Time-uniform central limit theory and asymptotic confidence
@@ -48,7 +52,7 @@ from pulse_ml.sessions.table import (
     require_started_at,
     study_arms,
 )
-from pulse_ml.stats.sequential import MonitorResult, monitor_effect
+from pulse_ml.stats.sequential import MIN_CHECKED_UNITS, MonitorResult, monitor_effect
 
 DAY = pd.Timedelta(days=1)
 # Options of the ``lambda_rule`` setting (value -> meaning).
@@ -57,7 +61,7 @@ LAMBDA_RULES = {"joint": "both lambdas minimize the effect's variance (users in 
 ESTIMATOR_NAMES = {"naive": "naive", "augmented": "PPI++"}
 FRAME_COLUMNS = [
     "case_study", "look", "day", "at", "estimator", "n_labeled", "n_unlabeled", "effect", "se",
-    "ci_lower", "ci_upper", "cs_lower", "cs_upper", "lambda_control", "lambda_treatment",
+    "df", "ci_lower", "ci_upper", "cs_lower", "cs_upper", "lambda_control", "lambda_treatment",
 ]
 STOP_COLUMNS = [
     "case_study", "estimator", "band", "conclusive", "look", "day", "at", "n_labeled",
@@ -160,10 +164,10 @@ class MonitorSettings:
         alpha: Error level of the fixed intervals and of the sequences.
         clusters: Cluster-robust variances by ``user_id`` (as ``infer``).
         looks: The calendar of looks.
-        target_look: 1-based look at which the sequence is tightest (the planned last look,
-            e.g. 21 for a 21-day test with daily looks); None = the last look in the data.
+        horizon_days: Planned length of the test in days: the sequence is tightest at the
+            labels expected by then, extrapolated from the label rate up to the burn-in look.
         target_labels: t* in labeled sessions (both arms), fixed in advance; overrides
-            ``target_look``.
+            ``horizon_days``.
         lambda_rule: 'joint' or 'arm' (clustered mode).
         min_units_per_arm: No interval before each arm has this many labeled units (users when
             clustered).
@@ -173,7 +177,7 @@ class MonitorSettings:
     alpha: float = 0.05
     clusters: bool = True
     looks: LookSpec = field(default_factory=LookSpec)
-    target_look: int | None = None
+    horizon_days: float = 21.0
     target_labels: float | None = None
     lambda_rule: str = "joint"
     min_units_per_arm: int = 10
@@ -229,7 +233,9 @@ class Monitoring:
         result: The raw :class:`MonitorResult` (padded looks included).
         data: The arrays and the calendar.
         target_labels: t* per case study.
+        targets: Per case study, how t* was set (a sentence for the terminal and the files).
         notes: Things the user should know.
+        warnings: Results to read with care (too few labeled users for the checked validity).
     """
 
     frame: pd.DataFrame
@@ -237,7 +243,9 @@ class Monitoring:
     result: MonitorResult
     data: MonitorData
     target_labels: dict[str, float]
+    targets: dict[str, str]
     notes: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
 
 
 def _iso(ts: pd.Timestamp) -> str:
@@ -336,8 +344,8 @@ def _cutoffs(spec: LookSpec, first: pd.Timestamp, last: pd.Timestamp, now: pd.Ti
         shown = ", ".join(labels[i] for i in late[:3])
         raise PulseError(f"pulse-ml monitor: looks in the future for case study '{name}' "
                          f"({shown}; now is {_iso(now)}): a look needs data that exists. Drop "
-                         "them, and set target_look to the planned last look instead (e.g. "
-                         "target_look=21).")
+                         "them, and set horizon_days to the planned length of the test "
+                         "instead (e.g. horizon_days=28).")
     return cut
 
 
@@ -366,23 +374,17 @@ def _check_arms(path: str, data: MonitorData, settings: MonitorSettings) -> None
         raise PulseError(f"{path}: " + "\n  ".join(problems))
 
 
-def target_labels(data: MonitorData, settings: MonitorSettings) -> np.ndarray:
-    """t* per case study: fixed, or the labels at the target look (extrapolated beyond).
+def look_days(data: MonitorData) -> np.ndarray:
+    """Days from each case study's day 1 (midnight) to each look's cutoff, (studies, looks).
 
-    Beyond a case study's looks the labels are extrapolated linearly from its labels per look
-    so far (:func:`monitor_effect` does the same for one calendar).
+    Padded looks of shorter calendars continue by one day per look (never used: the burn-in
+    look lies within each case study's own looks).
     """
-    n_groups = len(data.studies)
-    if settings.target_labels is not None:
-        return np.full(n_groups, float(settings.target_labels))
-    per_look = np.bincount(data.group * data.n_looks + data.look, weights=data.labeled,
-                           minlength=n_groups * data.n_looks).reshape(n_groups, data.n_looks)
-    clock = per_look.cumsum(axis=1)
-    out = np.empty(n_groups)
-    for g in range(n_groups):
-        k = len(data.cutoffs[g])
-        tl = k - 1 if settings.target_look is None else settings.target_look - 1
-        out[g] = clock[g, tl] if tl < k else clock[g, k - 1] * (tl + 1) / k
+    out = np.empty((len(data.studies), data.n_looks))
+    for g, cut in enumerate(data.cutoffs):
+        days = np.asarray((cut - data.first_day[g]) / DAY, dtype=np.float64)
+        out[g, :days.size] = days
+        out[g, days.size:] = days[-1] + np.arange(1, data.n_looks - days.size + 1)
     return out
 
 
@@ -414,23 +416,62 @@ def monitor(table: SessionTable, predictions: np.ndarray,
     """
     settings = settings or MonitorSettings()
     data = monitor_data(table, predictions, studies, settings, now)
-    t_star = target_labels(data, settings)
-    if not (t_star > 0).all():
-        bad = [data.studies[g].name for g in np.flatnonzero(~(t_star > 0))]
-        raise PulseError(f"pulse-ml monitor: no labeled session by the target look in case "
-                         f"study {', '.join(map(repr, bad))}; choose a later target_look.")
+    days = look_days(data)
     result = monitor_effect(
         data.arm, data.labeled, data.rating, data.prediction, data.look, data.n_looks,
-        users=data.users, alpha=settings.alpha, target_labels=t_star,
+        users=data.users, alpha=settings.alpha, target_labels=settings.target_labels,
+        horizon=settings.horizon_days, look_times=days,
         lambda_rule=settings.lambda_rule,  # type: ignore[arg-type]
         min_units_per_arm=settings.min_units_per_arm, groups=data.group)
+    t_star = result.target_labels
     frame = _frame(result.table, data)
     stops = _stop_frame(result.stops, data)
     notes = [f"case study '{s.name}': {n} session(s) after the last look are left out."
              for s, n in zip(data.studies, data.dropped, strict=True) if n]
+    targets = {}
+    for g, study in enumerate(data.studies):
+        if settings.target_labels is not None:
+            targets[study.name] = (f"sequence tightest at {t_star[g]:.0f} labels (target_labels, "
+                                   "fixed in advance)")
+            continue
+        k0 = int(result.burn_in_look[g])
+        clock = result.table["n_labeled"].to_numpy()[(g * data.n_looks + k0) * 2]
+        targets[study.name] = (
+            f"sequence tightest at {t_star[g]:.0f} labels: the planned horizon of "
+            f"{settings.horizon_days:g} days at the label rate up to the burn-in look "
+            f"({clock} labels in {days[g, k0]:.4g} days, by {_iso(data.cutoffs[g][k0])}); later "
+            "data never move it")
+    if (result.burn_in_look > 0).any():
+        notes.append(f"intervals start at the burn-in look, when each arm has "
+                     f"min_units_per_arm={settings.min_units_per_arm} labeled "
+                     f"{'users' if settings.clusters else 'sessions'}; earlier looks show the "
+                     "effect without intervals (NaN), and an arm still short of them at the "
+                     "last look is refused.")
     return Monitoring(frame, stops, result, data,
                       {s.name: float(t) for s, t in zip(data.studies, t_star, strict=True)},
-                      tuple(notes))
+                      targets, tuple(notes), tuple(_few_units(result, data, settings)))
+
+
+def _few_units(result: MonitorResult, data: MonitorData, settings: MonitorSettings) -> list[str]:
+    """Warn when an arm has fewer labeled units by the last look than validity was checked for."""
+    unit = "users" if settings.clusters else "sessions"
+    out = []
+    tab = result.table
+    for g, study in enumerate(data.studies):
+        k = len(data.cutoffs[g]) - 1
+        row = tab.iloc[(g * data.n_looks + k) * 2]
+        few = [f"{role} {int(row[f'units_{role}'])}" for role in ("control", "treatment")
+               if row[f"units_{role}"] < MIN_CHECKED_UNITS]
+        if few:
+            day = int(math.ceil((data.cutoffs[g][k] - data.first_day[g]) / DAY))
+            out.append(
+                f"case study '{study.name}': only {', '.join(few)} labeled {unit} by the "
+                f"last look (day {day}); the sequence's validity was checked down to "
+                f"{MIN_CHECKED_UNITS} per arm (seeded null simulations, "
+                "pulse_ml/stats/sequential/monitor.py MIN_CHECKED_UNITS: 20 users per test gave "
+                "6.9% false positives for PPI++ instead of 5%). Read the first conclusive day "
+                "with care, or collect ratings from more users.")
+    return out
 
 
 def _calendar(data: MonitorData, group: np.ndarray, look: np.ndarray) -> tuple[list, list]:

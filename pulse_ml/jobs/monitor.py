@@ -2,12 +2,16 @@
 
 At each look (daily by default: day 1 is the day of a case study's first session; or
 ``looks=[1,7,14,21]`` / ``looks=[2025-06-08,...]``) the naive and the PPI++ effect of every case
-study (or ``case_study=NAME``) with the fixed-horizon 95% Wald interval (what a daily dashboard
-shows: acting on the first day it excludes 0 inflates false positives) and an anytime-valid
-asymptotic confidence sequence (Waudby-Smith et al. 2024; for PPI++ Kilian, Cortinovis & Caron
-2025), valid uniformly over looks: the test may stop the first day the sequence excludes 0. The
-PPI++ lambda at a look uses only the data up to it; variances are cluster-robust by user as in
-``infer``. Sessions need ``started_at`` (ISO 8601 or epoch seconds); a rating counts from the
+study (or ``case_study=NAME``) with the fixed 95% interval (``infer``'s interval on the data so
+far; what a daily dashboard shows: acting on the first day it excludes 0 inflates false
+positives) and an anytime-valid asymptotic confidence sequence (Waudby-Smith et al. 2024; for
+PPI++ Kilian, Cortinovis & Caron 2025), valid uniformly over looks: the test may stop the first
+day the sequence excludes 0. The PPI++ lambda at a look uses only the data up to it; variances
+are cluster-robust by user as in ``infer``. The sequence is tightest at the labels expected by
+``horizon_days`` (21; from the label rate up to the burn-in look, so re-runs never redraw
+earlier days) or at ``target_labels``. Intervals start once each arm has ``min_units_per_arm``
+labeled users; fewer than 24 per arm by the last look (below the checked validity) gives a
+warning. Sessions need ``started_at`` (ISO 8601 or epoch seconds); a rating counts from the
 session's start; sessions after the last look are left out.
 
 Predictions are honest: out-of-fold for the model's training sessions, the fold models' mean
@@ -19,7 +23,7 @@ Writes monitor.json, monitor.csv (one row per case study x look x estimator) and
 
 Examples:
     pulse-ml monitor
-    pulse-ml monitor case_study=plan target_look=21
+    pulse-ml monitor case_study=plan horizon_days=28
     pulse-ml monitor looks=[7,14,21] clusters=none model_uri=models:/pulse-satisfaction/3
 """
 
@@ -86,7 +90,7 @@ def settings_from_config(cfg: Node) -> MonitorJob:
         alpha=number(cfg, "alpha", v, 0, 1, open_interval=True),
         clusters=choice(cfg, "clusters", v, CLUSTER_MODES) == "user_id",
         looks=parse_looks(cfg.get("looks")),
-        target_look=number(cfg, "target_look", v, 1, None, integer=True, optional=True),
+        horizon_days=number(cfg, "horizon_days", v, 0, None, open_interval=True),
         target_labels=target_labels,
         lambda_rule=choice(cfg, "lambda_rule", v, LAMBDA_RULES),
         min_units_per_arm=number(cfg, "min_units_per_arm", v, 2, None, integer=True),
@@ -135,9 +139,15 @@ def write_outputs(job: MonitorJob, result: Monitoring, meta: dict) -> list[Path]
     return paths
 
 
-def log_run(job: MonitorJob, result: Monitoring, files: list[Path], version, meta) -> str:
-    """Log the monitoring to experiment pulse-infer; returns the run id."""
+def log_run(job: MonitorJob, result: Monitoring, files: list[Path], version, meta,
+            raw: pd.DataFrame | None = None) -> str:
+    """Log the monitoring to experiment pulse-infer; returns the run id.
+
+    As ``infer``: the run is tagged with and linked to the model version it used (its logged
+    model is a run input), has the session table as a dataset input and a description.
+    """
     from pulse_ml.registry import runs
+    from pulse_ml.sessions.fingerprint import data_fingerprint
 
     metrics: dict[str, float] = {}
     for name, t_star in result.target_labels.items():
@@ -163,11 +173,35 @@ def log_run(job: MonitorJob, result: Monitoring, files: list[Path], version, met
               "model_family": meta["model_family"]},
         params={"data_path": job.data_path, "alpha": s.alpha,
                 "clusters": "user_id" if s.clusters else "none", "looks": s.looks.describe(),
-                "target_look": s.target_look, "target_labels": s.target_labels,
+                "horizon_days": s.horizon_days, "target_labels": s.target_labels,
                 "lambda_rule": s.lambda_rule, "min_units_per_arm": s.min_units_per_arm,
                 "case_studies": ",".join(result.target_labels),
                 "n_labeled_oof": meta["n_labeled_with_oof"]},
-        metrics=metrics, files=files)
+        metrics=metrics, files=files, model_version=version,
+        dataset=None if raw is None else {
+            "frame": raw, "source": job.data_path, "name": Path(job.data_path).stem,
+            "fingerprint": data_fingerprint(raw, list(raw.columns))},
+        description=_description(result, meta, job))
+
+
+def _description(result: Monitoring, meta: dict, job: MonitorJob) -> str:
+    """The run's description: what was monitored and the first conclusive day of each test."""
+    lines = [f"Anytime-valid monitoring (naive vs PPI++ confidence sequences, alpha "
+             f"{job.settings.alpha}) of {len(result.targets)} case stud"
+             f"{'y' if len(result.targets) == 1 else 'ies'} with model `{job.model_uri}` "
+             f"(version {meta['model_version']}, {meta['model_family']}) on "
+             f"`{Path(job.data_path).name}`, looks {meta['looks']}."]
+    for name, target in result.targets.items():
+        lines.append(f"- {name}: " + "; ".join(stop_lines(result.stops, result.frame, name))
+                     + f". {target}.")
+    return "\n".join(lines)
+
+
+def _run_link(run_id: str) -> str:
+    from pulse_ml.registry import links, runs
+
+    hint = links.ui_hint_once()
+    return runs.run_link(run_id) + (f"\n{hint}" if hint else "")
 
 
 def run(cfg: Node) -> Monitoring:
@@ -177,9 +211,12 @@ def run(cfg: Node) -> Monitoring:
 
 def run_settings(job: MonitorJob) -> Monitoring:
     """Monitor with typed settings: every check runs before anything is written or logged."""
-    from pulse_ml.registry import models
+    from pulse_ml.registry import models, store
 
+    models.require_store(job.model_uri)  # "no model" is said before any data is read
     raw = read_frame(job.data_path)  # bad files fail before the model loads
+    if job.log_mlflow:
+        store.connect(write=True)  # a read-only store fails now, not after the work
     ensemble, version = models.load_model(job.model_uri)
     data = honest_data(raw, job.data_path, ensemble, job.case_studies, job.only, "crossfit")
     table = data.table
@@ -189,30 +226,35 @@ def run_settings(job: MonitorJob) -> Monitoring:
             "model_family": ensemble.family, "feature_set": ensemble.features.name,
             "mode": "crossfit", "data": job.data_path, "alpha": job.settings.alpha,
             "clusters": "user_id" if job.settings.clusters else "none",
-            "looks": job.settings.looks.describe(), "target_look": job.settings.target_look,
-            "target_labels": result.target_labels, "lambda_rule": job.settings.lambda_rule,
+            "looks": job.settings.looks.describe(), "horizon_days": job.settings.horizon_days,
+            "target_labels": result.target_labels, "targets": result.targets,
+            "lambda_rule": job.settings.lambda_rule,
             "min_units_per_arm": job.settings.min_units_per_arm,
             "n_labeled_with_oof": data.n_with_oof,
             "first_day": {s.name: str(d.date()) for s, d in
                           zip(result.data.studies, result.data.first_day, strict=True)},
-            "notes": [*table.notes, *data.notes, *result.notes]}
+            "notes": [*table.notes, *data.notes, *result.notes],
+            "warnings": list(result.warnings)}
     files = write_outputs(job, result, meta)
-    run_id = log_run(job, result, files, version, meta) if job.log_mlflow else None
+    run_id = log_run(job, result, files, version, meta, raw) if job.log_mlflow else None
     say(f"model {job.model_uri} (version {meta['model_version']}, {ensemble.family}, features "
           f"'{ensemble.features.name}'); honest predictions ({data.n_with_oof} labeled sessions "
           f"got their out-of-fold prediction); alpha {job.settings.alpha}, clusters "
           f"{meta['clusters']}, looks {meta['looks']}")
     for study, first in zip(result.data.studies, result.data.first_day, strict=True):
-        say(f"\n== {study.name}: {study.treatment} - {study.control}; day 1 = {first.date()}; "
-              f"sequence tightest at {result.target_labels[study.name]:.0f} labels")
+        say(f"\n== {study.name}: {study.treatment} - {study.control}; day 1 = {first.date()}")
+        say(result.targets[study.name])
         say(text_table(printable(result.frame, study.name)))
         for line in stop_lines(result.stops, result.frame, study.name):
             say(line)
     for note in meta["notes"]:
         say(f"note: {note}")
+    for warning in result.warnings:
+        say(f"warning: {warning}")
     level = f"{100 * (1 - job.settings.alpha):g}%"
     say(f"\nCI = fixed {level} interval (valid at one pre-planned look); CS = {level} "
           "confidence sequence (valid at every look at once)")
-    say(f"written to {job.output}: " + ", ".join(f.name for f in files)
-          + (f"\nMLflow run {run_id} in experiment pulse-infer" if run_id else ""))
+    say(f"written to {job.output}: " + ", ".join(f.name for f in files))
+    if run_id:
+        say(f"MLflow run {run_id} in experiment pulse-infer: {_run_link(run_id)}")
     return result

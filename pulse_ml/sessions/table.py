@@ -288,7 +288,9 @@ def require_started_at(table: SessionTable, case_studies: Iterable[str],
         raise DataError(table.path, [
             f"column '{TIME_COLUMN}': missing. Monitoring needs when each session started (ISO "
             f"8601 or epoch seconds) for the case studies it monitors ({listed}). Add the "
-            "column (the simulator and extract write it)."])
+            "column: the simulator writes it, and extract writes it for OpenHands event "
+            "streams (their first event's timestamp); chats and records without timestamps "
+            "have none, so fill it from your own logs."])
     monitored = study_arms(frame, [table.case_study(n) for n in names])[0] >= 0
     times = frame[TIME_COLUMN]
     problems = []

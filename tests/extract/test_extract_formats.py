@@ -193,3 +193,40 @@ def test_bad_lines_are_skipped_with_their_line_numbers(tmp_path):
     assert not read.sessions
     assert read.failures == [(str(only_bad), "line 1: invalid JSON (Expecting property name "
                               "enclosed in double quotes) (and 1 more line(s))")]
+
+
+def test_started_at_is_the_first_event_timestamp_in_utc(tmp_path):
+    """V0 and V1 event streams get their earliest event time (UTC); a chat gets none."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    v0 = [{**_user(0, "hello"), "timestamp": "2025-04-30T16:32:54.707474"},  # no offset: UTC
+          {**_run(1, "ls")[0], "timestamp": "2025-04-30T16:33:10"},
+          {**_user(2, "an event written out of order"), "timestamp": "2025-04-30T16:30:00"}]
+    v1 = [{"kind": "MessageEvent", "source": "user", "timestamp": "2025-06-02T09:15:00+02:00",
+           "llm_message": {"role": "user", "content": [{"type": "text", "text": "fix it"}]}},
+          {"kind": "ActionEvent", "source": "agent", "timestamp": "not a time",
+           "action": {"kind": "ExecuteBashAction", "command": "make"}, "tool_name": "bash"}]
+    chat = [{"role": "user", "text": "hi"}, {"role": "assistant", "text": "hello"}]
+    (folder / "v0.json").write_text(json.dumps(v0))
+    (folder / "v1.json").write_text(json.dumps(v1))
+    (folder / "chat.json").write_text(json.dumps(chat))
+    res = extract(ExtractSettings(input=str(folder), out=tmp_path / "t.csv", progress=False))
+    got = res.frame.set_index("session_id")["started_at"]
+    assert str(got.dtype) == "datetime64[us, UTC]"
+    assert got["v0"] == pd.Timestamp("2025-04-30T16:30:00Z")  # the earliest, not the first line
+    assert got["v1"] == pd.Timestamp("2025-06-02T07:15:00Z")  # converted to UTC
+    assert pd.isna(got["chat"])
+    # the written table reads back through the session-table contract with the same instants
+    from pulse_ml.sessions.table import parse_started_at
+
+    written = pd.read_csv(tmp_path / "t.csv")
+    back, bad, _ = parse_started_at(written["started_at"])
+    assert not bad.any()
+    back.index = written["session_id"]
+    assert back.dropna().to_dict() == got.dropna().to_dict() and pd.isna(back["chat"])
+    # chats alone: no column at all (nothing to say when sessions started)
+    only = tmp_path / "chats"
+    only.mkdir()
+    (only / "chat.json").write_text(json.dumps(chat))
+    res = extract(ExtractSettings(input=str(only), out=tmp_path / "c.csv", progress=False))
+    assert "started_at" not in res.frame.columns

@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from pulse_ml.extract.readers import find_files, read_sessions
@@ -27,6 +28,7 @@ def test_feedback_session_user_messages_and_git_flags():
     assert row["git_commit"] == 1 and row["git_push"] == 1
     assert row["git_pull"] == 0 and row["git_reset"] == 0 and row["git_rebase"] == 0
     assert row["feedback"] == "positive"
+    assert row["started_at"] == pd.Timestamp("2024-11-09T15:24:55.725784Z")  # first event
 
 
 def test_v0_runtime_trajectories_git_only_in_system_prompt():
@@ -43,6 +45,11 @@ def test_v0_runtime_trajectories_git_only_in_system_prompt():
         .read_text().splitlines()[0])["history"][0])
     assert "git push" in sys_prompt or "git commit" in sys_prompt
     assert (by_id.filter(like="ponylang", axis=0)["user_message_count"] == 1).all()
+    # event timestamps -> started_at (UTC); the resolver's mock history has none
+    assert by_id.loc["ponylang__ponyc-4595", "started_at"] == pd.Timestamp(
+        "2025-04-30T16:32:54.707474Z")
+    assert by_id.loc["basic", "started_at"] == pd.Timestamp("2025-01-27T22:44:56.900854Z")
+    assert by_id["started_at"].notna().sum() == 7
 
 
 def test_v1_histories_parse():
@@ -51,6 +58,7 @@ def test_v1_histories_parse():
     assert frame["user_message_count"].ge(1).all()
     assert frame[GIT_COLUMNS].to_numpy().sum() == 0
     assert frame["session_id"].is_unique
+    assert frame["started_at"].notna().sum() == 45  # the 2 empty histories have no events
     sdk, _ = _table("openhands-v1-sdk-fixtures/goal_fixture_events.jsonl")
     assert len(sdk) == 1 and '"$ SESSION_URL=' in sdk["transcript"].iloc[0]
 
@@ -62,3 +70,4 @@ def test_generic_chat_reads_convai2():
     assert set(frame["condition"].unique()) >= {"Bot 002", "Bot 006", "Bot 009", "Bot 011"}
     assert frame["user_id"].str.startswith("User").all()
     assert frame["user_message_count"].median() > 1
+    assert "started_at" not in frame.columns  # chats without timestamps: no start times

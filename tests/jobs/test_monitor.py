@@ -16,10 +16,11 @@ import pytest
 
 from pulse_ml.config import compose
 from pulse_ml.jobs import infer, monitor, train
+from pulse_ml.registry.runs import logged_model_id
 from pulse_ml.report.plots import pyplot
 
 FRAME_COLUMNS = ["case_study", "look", "day", "at", "estimator", "n_labeled", "n_unlabeled",
-                 "effect", "se", "ci_lower", "ci_upper", "cs_lower", "cs_upper",
+                 "effect", "se", "df", "ci_lower", "ci_upper", "cs_lower", "cs_upper",
                  "lambda_control", "lambda_treatment"]
 
 
@@ -51,9 +52,10 @@ def _infer_runs() -> pd.DataFrame:
     return pd.DataFrame() if exp is None else mlflow.search_runs([exp.experiment_id])
 
 
-def test_monitor_writes_files_plot_and_logs_the_run(home, small_demo, tmp_path):
+def test_monitor_writes_files_plot_and_logs_the_run(home, small_demo, tmp_path, capsys):
     out = tmp_path / "out"
     res = monitor.run(compose("monitor", [f"data.path={small_demo}", f"output={out}"]))
+    printed = capsys.readouterr().out
     frame = pd.read_csv(out / "monitor.csv")
     assert list(frame.columns) == FRAME_COLUMNS
     assert set(frame["case_study"]) == {"plan", "claude4_vs_gpt5"}
@@ -66,28 +68,47 @@ def test_monitor_writes_files_plot_and_logs_the_run(home, small_demo, tmp_path):
     assert meta["first_day"] == {"plan": "2025-06-02", "claude4_vs_gpt5": "2025-06-02"}
     assert len(meta["rows"]) == len(frame) and len(meta["stops"]) == 2 * 2 * 2
     assert meta["looks"] == "daily"
-    assert meta["target_labels"] == {"plan": 160, "claude4_vs_gpt5": 160}
+    # t*: 21 planned days at the label rate up to each case study's burn-in look
+    burn_in = frame[frame["ci_lower"].notna()].groupby("case_study").head(1).set_index(
+        "case_study")
+    for study in ("plan", "claude4_vs_gpt5"):
+        rate = burn_in.loc[study, "n_labeled"] / burn_in.loc[study, "day"]
+        assert meta["target_labels"][study] == pytest.approx(21 * rate)
+        assert "planned horizon of 21 days" in meta["targets"][study]
+    assert printed.count("planned horizon of 21") == 2
+    assert meta["horizon_days"] == 21
     image = pyplot().imread(out / "monitor.png")
     assert image.shape[0] > 400 and image.shape[1] > 800 and image.std() > 0.05
     runs = _infer_runs()
     assert len(runs) == 1 and runs["tags.kind"][0] == "monitor"
     assert runs["tags.model_version"][0] == "1"
     client = mlflow.MlflowClient()
+    # as infer: linked to the model version, the session table as dataset input, a description
+    run = client.get_run(runs["run_id"][0])
+    mv = client.get_model_version("pulse-satisfaction", "1")
+    assert [m.model_id for m in run.inputs.model_inputs] == [logged_model_id(mv)]
+    (ds,) = run.inputs.dataset_inputs
+    assert {t.key: t.value for t in ds.tags}["mlflow.data.context"] == "inference"
+    assert ds.dataset.source.find(str(small_demo)) >= 0
+    note = run.data.tags["mlflow.note.content"]
+    assert "Anytime-valid monitoring" in note and "version 1" in note
+    assert "- plan: naive sequence: " in note
+    exp_id = run.info.experiment_id
+    assert f"/#/experiments/{exp_id}/runs/{run.info.run_id}" in printed
     files = {a.path for a in client.list_artifacts(runs["run_id"][0])}
     assert files == {"monitor.json", "monitor.csv", "monitor.png"}
     metrics = client.get_run(runs["run_id"][0]).data.metrics
     assert metrics["plan.naive.conclusive"] in (0.0, 1.0)
-    assert metrics["plan.target_labels"] == res.target_labels["plan"] == 160
-    # The last look is infer's naive effect on the same sessions (same honest predictions).
+    assert metrics["plan.target_labels"] == pytest.approx(res.target_labels["plan"])
+    # The last look's fixed intervals are infer's, both estimators (same engine and rules).
     effects = infer.run(compose("infer", [f"data.path={small_demo}", "permutations=200",
                                           f"output={tmp_path / 'infer'}", "log_mlflow=false"]))
     for study in ("plan", "claude4_vs_gpt5"):
-        mine = frame[(frame["case_study"] == study) & (frame["estimator"] == "naive")].iloc[-1]
-        ref = effects[(effects["case_study"] == study) & (effects["estimator"] == "naive")]
-        assert mine["effect"] == pytest.approx(float(ref["effect"].iloc[0]), abs=1e-9)
-        # infer's small-sample interval (t, ddof 1) contains monitor's large-sample one
-        assert float(ref["ci_lower"].iloc[0]) <= mine["ci_lower"] + 1e-9
-        assert mine["ci_upper"] <= float(ref["ci_upper"].iloc[0]) + 1e-9
+        for est in ("naive", "augmented"):
+            mine = frame[(frame["case_study"] == study) & (frame["estimator"] == est)].iloc[-1]
+            ref = effects[(effects["case_study"] == study) & (effects["estimator"] == est)]
+            for col in ("effect", "ci_lower", "ci_upper", "lambda_control", "lambda_treatment"):
+                assert mine[col] == pytest.approx(float(ref[col].iloc[0]), abs=1e-9), col
 
 
 def test_model_trained_before_the_test(home, small_demo, tmp_path):
@@ -111,11 +132,14 @@ def test_model_trained_before_the_test(home, small_demo, tmp_path):
 
 def test_cli_one_case_study_prints_a_table_that_fits(home, small_demo, tmp_path, cli):
     res = cli("monitor", f"data.path={small_demo}", "case_study=plan", "looks=[3,7,14,21]",
-              "target_look=21", "clusters=none", f"output={tmp_path}", "log_mlflow=false")
+              "horizon_days=21", "clusters=none", f"output={tmp_path}", "log_mlflow=false")
     assert res.returncode == 0, res.stderr
     assert "== plan: show-plan - no-plan; day 1 = 2025-06-02" in res.stdout
     assert "naive sequence: " in res.stdout and "PPI++ sequence: " in res.stdout
-    table = res.stdout.split("== plan")[1].splitlines()[1:7]
+    lines = res.stdout.split("== plan")[1].splitlines()
+    assert lines[1].startswith("sequence tightest at ")  # the target, said before the table
+    start = next(i for i, line in enumerate(lines) if line.startswith("day "))
+    table = lines[start:start + 6]
     assert table[0].split()[:3] == ["day", "labels", "unlabeled"]
     assert [int(line.split()[0]) for line in table[2:]] == [3, 7, 14, 21]
     assert max(len(line) for line in table) <= 100
@@ -157,7 +181,7 @@ BAD = {  # kind -> (overrides, expected fragments)
     "arm without labels": (["looks=[7,14]"], ["case study 'plan', treatment arm 'show-plan' has "
                                               "no labeled session by the last look (day 14)"]),
     "looks not increasing": (["looks=[7,3]"], ["looks=[7,3] must be increasing"]),
-    "looks in the future": (["looks=[7,9999]"], ["looks in the future", "target_look"]),
+    "looks in the future": (["looks=[7,9999]"], ["looks in the future", "horizon_days"]),
     "in_sample": (["ppi.predictions=in_sample"], ["in_sample is refused",
                                                   "overfit"]),
 }

@@ -5,28 +5,23 @@ then; for each look this module computes, in one pass over the data (per-look su
 
 * the naive effect (difference of labeled means) and the PPI++ effect (per arm
   ``mean(Y) + lam (mean(f~) - mean(f))``, lam estimated only from the data up to look k), their
-  standard errors, i.i.d. or cluster-robust by user, exactly as :func:`compare_arms` computes them
-  on the data up to that look;
-* the fixed-horizon Wald interval ``effect -/+ z_{1-alpha/2} se`` (what a daily dashboard shows;
-  acting on the first look at which it excludes 0 inflates the false-positive rate);
+  standard errors and degrees of freedom, i.i.d. or cluster-robust by user;
+* the fixed-horizon interval ``effect -/+ t_{df, 1-alpha/2} se`` (what a daily dashboard
+  shows; acting on the first look at which it excludes 0 inflates the false-positive rate);
 * an anytime-valid asymptotic confidence sequence (AsympCS) ``effect -/+ m_k se``, valid
   uniformly over all looks, so a test may stop at the first look at which it excludes 0.
 
-Estimators at a look (formulas of :mod:`pulse_ml.stats.arm_effect`). I.i.d. mode (no users):
-per arm ``se^2 = Var0(Y - lam f)/n + lam^2 Var0(f~)/N`` with the power-tuned
-``lam = clip(Cov0(Y, f) / ((1 + n/N) Var1(f_all)), 0, 1)`` of ppi_py; the arms add. Clustered
-mode: per user g and arm a the influence sums ``A_g = sum (Y - Ybar)/n``, ``B_g = sum (f - fbar)/n``
-(labeled) and ``C_g = sum (f~ - f~bar)/N`` (unlabeled), ``D_g = C_g - B_g``, CR1 factor
-``s_a = sqrt(G_a/(G_a - 1))`` (G_a users seen in the arm), and the effect's variance
-``V = sum_g (s_t (A_tg + lam_t D_tg) - s_c (A_cg + lam_c D_cg))^2``, which keeps the cross term
-of users seen in both arms. ``lambda_rule="arm"`` takes ``lam_a = clip(-sum A D / sum D^2, 0, 1)``
-per arm (as compare_arms); ``"joint"`` minimizes V over ``[0, 1]^2`` (identical to "arm" when no
-user is in both arms). All these are quadratic forms in the per-user vector
-``x_g = (n_g, sum Y, sum f, N_g, sum f~)`` of both arms, so each look needs only the Gram matrix
-``sum_g x_g x_g^T`` (10 x 10) and the arm totals; they are updated look by look from the users
-that have new sessions at that look (``x_new x_new^T - x_old x_old^T``), one pair of matrix
-products per look. An arm with no unlabeled session yet has lam = 0; a look at which an arm has
-fewer than 2 labels (or, clustered, fewer than 2 users) has NaN numbers.
+Estimators at a look: exactly those of ``infer``
+(:func:`pulse_ml.stats.arm_effect.compare_arms`), because the same code computes them. The
+per-look additive statistics :class:`~pulse_ml.stats.cluster_moments.Moments` of the sessions
+visible by then (:func:`~pulse_ml.stats.sequential.engine.look_moments`: cumulated sums, and the
+Gram matrix of per-user sums updated look by look from the users with new sessions) go in one
+batch to :func:`pulse_ml.stats.effect_engine.solve` with its small-sample rules: joint (or
+per-arm) lambda on [0, 1]^2, CR1 on labeled users (ddof 1 for single sessions), the pooled floor
+of the unlabeled variance, the lambda-tuning inflation ``(G - 1)/(G - 1 - 2h)`` and t quantiles
+with Welch-Satterthwaite df from the labeled clusters. So the fixed interval at the last look is
+``infer``'s interval on the same sessions. A look at which an arm has fewer than 2 labels (or
+labeled users) has NaN numbers.
 
 The confidence sequence. For a standardized process whose variance grows linearly in a time t
 (i.i.d. sums, after strong approximation), the two-sided Gaussian-mixture boundary of Robbins
@@ -57,24 +52,33 @@ Notes:
     wrong when users come back: the user count saturates while the information keeps growing
     with their new sessions, so early looks get too small a multiplier. In the seeded null
     simulation of the tests (21 daily looks, alpha = 5%, 1000 replications, 60 returning users,
-    users in both arms, no burn-in) the PPI++ sequence ever excluded 0 in 8.3% of replications
+    users in both arms, no burn-in; measured with the earlier large-sample se) the PPI++
+    sequence ever excluded 0 in 8.3% of replications
     with a labeled-users clock, 5.9% with the estimated-information clock ``1/V_hat_t`` and
     3.8% with the labeled-sessions clock (naive: 4.0%, 2.8%, 2.1%). If the design effect grows
     over time (information grows slower than labels) the sessions clock errs on the
     conservative side.
-    The guarantee is asymptotic. With few labels or few users the CR1 variance, and more so
-    the PPI++ one with its fitted lambda, is too small (about 12% too small a se with 10 labels
-    per arm), and the sequence is only protected by its large multiplier at small ``t/t*``;
+    The sequence keeps the asymptotic boundary (the normal-mixture multiplier, no t
+    correction): its se is the small-sample one above (ddof 1 / CR1 and the lambda inflation,
+    both slightly conservative), its multiplier the large-sample one. The guarantee is
+    asymptotic. With few labels or few users the CR1 variance, and more so the PPI++ one with
+    its fitted lambda, is too small, and the sequence is only protected by its large multiplier
+    at small ``t/t*``;
     intervals are therefore reported only from the look at which each arm has
-    ``min_units_per_arm`` labeled units (users when clustered, sessions otherwise). With only
-    30 users in all and strong user effects the PPI++ sequence still overshoots alpha (about
-    10% instead of 5%; naive about 5%): the asymptotics need tens of labeled users per arm.
+    ``min_units_per_arm`` labeled units (users when clustered, sessions otherwise). With the
+    large-sample se (ddof 0, no lambda inflation) 30 users in all and strong user effects made
+    the PPI++ sequence overshoot alpha (about 10%); with the small-sample se it stays at 5.4%
+    there (24-28 labeled users per arm), and 20 users give 6.9%: validity is checked down to
+    :data:`MIN_CHECKED_UNITS` labeled users per arm, and the monitor warns below.
 
     The target t*. The boundary is valid for any fixed rho; t* only decides where it is
-    tightest. For a strict guarantee t* is fixed before the data are seen (``target_labels``,
-    e.g. the labels expected by the planned last day, :func:`plan_monitoring`). Otherwise t* is
-    the label count at ``target_look`` (default the last look); a target look beyond the data
-    is extrapolated from the labels per look so far, which moves only with arrival counts.
+    tightest. For the guarantee t* must not depend on later data: it is fixed in advance
+    (``target_labels``, e.g. the labels expected by the planned last day,
+    :func:`plan_monitoring`), or set from a planned ``horizon`` and the label rate up to the
+    burn-in look (the first look with intervals), which later data never move: a re-run with
+    more data shows the same bands at every earlier look (the ``monitor`` job's default, 21
+    days). ``target_look`` (default: the last look) suits a simulation whose calendar is known;
+    in a live test it moves as looks are added.
 
     Planning (:func:`plan_monitoring`). With daily volumes per arm, ``Delta_hat_d`` has variance
     ``V_1/d`` and independent increments, so ``W_d = d Delta_hat_d / sqrt(V_1)`` is a Gaussian
@@ -102,6 +106,7 @@ References:
 from pulse_ml.stats.sequential.boundary import cs_multiplier, mixture_rho
 from pulse_ml.stats.sequential.monitor import (
     ESTIMATORS,
+    MIN_CHECKED_UNITS,
     TABLE_COLUMNS,
     MonitorResult,
     monitor_effect,
@@ -116,6 +121,7 @@ from pulse_ml.stats.sequential.simulation import simulate_monitoring
 
 __all__ = [
     "ESTIMATORS",
+    "MIN_CHECKED_UNITS",
     "TABLE_COLUMNS",
     "MonitorPlan",
     "MonitorResult",

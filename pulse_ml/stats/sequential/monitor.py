@@ -10,19 +10,22 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from pulse_ml.errors import PulseError
+from pulse_ml.stats import effect_engine
 from pulse_ml.stats.ppi import z_two_sided
 from pulse_ml.stats.sequential.boundary import _mixture_c
-from pulse_ml.stats.sequential.engine import (
-    _cluster_estimates,
-    _cluster_sums,
-    _iid_estimates,
-    _iid_sums,
-)
+from pulse_ml.stats.sequential.engine import look_moments
 
 F64 = NDArray[np.float64]
 
 
 ESTIMATORS = ("naive", "augmented")
+# Fewest labeled units (users when clustered) per arm by the last look at which the sequence's
+# validity was checked: the seeded null simulation with 30 users per test and user sd 0.8
+# (tests/stats/test_sequential.py::test_stats_sequential_null_at_the_fewest_users_checked; 1000
+# replications, 21 daily looks, users in both arms: 24-30 labeled users per arm) kept the PPI++
+# sequence at 5.4% (naive 4.0%; perf/monitor_bench.py, 2000 replications: 5.2 +- 0.5%); 20 users
+# (16-18 per arm) reached 6.9% (Monte-Carlo sd 0.7 points). Below this the monitor warns.
+MIN_CHECKED_UNITS = 24
 TABLE_COLUMNS = [
     "look",
     "estimator",
@@ -32,6 +35,7 @@ TABLE_COLUMNS = [
     "units_treatment",
     "effect",
     "se",
+    "df",
     "ci_lower",
     "ci_upper",
     "cs_lower",
@@ -39,10 +43,6 @@ TABLE_COLUMNS = [
     "lambda_control",
     "lambda_treatment",
 ]
-F64 = NDArray[np.float64]
-
-
-
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,8 @@ class MonitorResult:
             ``n_labeled``, ``n_unlabeled`` (sessions visible at the look, both arms;
             ``n_labeled`` is the sequence's clock t), ``units_control``, ``units_treatment``
             (labeled users per arm, or labeled sessions without users), ``effect`` (treatment -
-            control), ``se``, ``ci_lower``/``ci_upper`` (fixed-horizon Wald interval),
+            control), ``se``, ``df`` (of the t quantile), ``ci_lower``/``ci_upper``
+            (fixed-horizon interval, exactly ``infer``'s on the data so far),
             ``cs_lower``/``cs_upper`` (anytime-valid sequence), ``lambda_control``,
             ``lambda_treatment`` (0 for naive). NaN where undefined (an arm with < 2 labels or,
             clustered, < 2 users); intervals NaN before ``min_units_per_arm`` is reached.
@@ -66,7 +67,9 @@ class MonitorResult:
         alpha: Error level of intervals and sequences.
         target_labels: t* per group (labeled sessions at which the sequence is tightest).
         clustered: Whether variances are cluster-robust by user.
-        lambda_rule: 'arm' or 'joint' (clustered mode); 'ppi_py' in i.i.d. mode.
+        lambda_rule: 'arm' or 'joint'.
+        burn_in_look: Per group, the first look (0-based) with intervals (each arm has
+            ``min_units_per_arm`` labeled units).
     """
 
     table: pd.DataFrame
@@ -75,6 +78,7 @@ class MonitorResult:
     target_labels: F64
     clustered: bool
     lambda_rule: str
+    burn_in_look: NDArray[np.int64]
 
 
 def _fail(msg: str) -> PulseError:
@@ -162,12 +166,19 @@ def monitor_effect(
     lambda_rule: Literal["joint", "arm"] = "joint",
     min_units_per_arm: int = 10,
     groups: ArrayLike | None = None,
+    horizon: float | None = None,
+    look_times: ArrayLike | None = None,
 ) -> MonitorResult:
     """Naive and PPI++ effect, fixed interval and anytime-valid sequence at every look at once.
 
-    Cost: one sort and a few bincounts over the sessions plus one pair of 10-column matrix
-    products per look (clustered), or nine bincounts (i.i.d.); 10^6 sessions x 30 looks take
-    well under a second (``perf/monitor_bench.py``). Sessions may come in any order.
+    Every look's numbers come from :func:`pulse_ml.stats.effect_engine.solve` (the engine of
+    ``infer``) on the moments of the sessions visible by then (:func:`look_moments`): the fixed
+    interval is ``infer``'s small-sample interval (t quantile with df from the labeled
+    clusters, ddof 1 / CR1, lambda-tuning inflation); the sequence is ``effect -/+ m(t) se``
+    with the same se and the asymptotic Gaussian-mixture multiplier (module Notes). Cost: one
+    sort and a few bincounts over the sessions plus one pair of 10-column matrix products per
+    look; 10^6 sessions x 30 looks take about a second (``perf/monitor_bench.py``). Sessions
+    may come in any order.
 
     Args:
         arm: Per session 0 (control) or 1 (treatment), shape (n,).
@@ -185,16 +196,21 @@ def monitor_effect(
             ``K-1``). It may lie beyond the data (a planned calendar): t* is then extrapolated
             as ``labels at K-1 * (target_look + 1) / K``.
         target_labels: t* in labeled sessions (both arms), fixed in advance; overrides
-            ``target_look``. A scalar, or one value per group (in sorted group order).
-        lambda_rule: Clustered mode only: 'joint' minimizes the effect's variance over both
-            lambdas (cross term of users in both arms), 'arm' takes each arm's own optimum as
-            compare_arms does; they agree when no user is in both arms. Without users lambda is
-            ppi_py's power-tuned one per arm.
+            ``target_look`` and ``horizon``. A scalar, or one value per group (sorted order).
+        lambda_rule: 'joint' minimizes the effect's variance over both lambdas (cross term of
+            users in both arms; ``compare_arms``'s default), 'arm' takes each arm's own
+            optimum (``lam_mode='per_arm'``); they agree when no user is in both arms.
         min_units_per_arm: Intervals and sequences start at the first look at which each arm has
             this many labeled units (labeled users when clustered, labeled sessions otherwise);
             the asymptotics do not hold before (module Notes). At least 2.
         groups: Optional case-study (or replication) ids: every group is monitored on its own,
             in the same pass; the table and stops gain a ``group`` column.
+        horizon: Planned length of the test in the units of ``look_times`` (used when neither
+            ``target_labels`` nor ``target_look`` is given): t* = labels at the burn-in look
+            (the first look with intervals) / its time x horizon. It depends only on the data
+            up to the burn-in look, so a re-run with more data keeps every earlier band.
+        look_times: Time of each look since the start of the test (e.g. days), shape
+            (n_looks,) or (n_groups, n_looks); default ``1..K``.
 
     Returns:
         The per-look table and the first conclusive look per estimator and band.
@@ -205,11 +221,11 @@ def monitor_effect(
 
     Notes:
         Numbers at look k equal :func:`pulse_ml.stats.arm_effect.compare_arms` on the sessions
-        with ``look <= k`` (i.i.d.; clustered with ``lambda_rule='arm'``); see the module
+        with ``look <= k`` (``lam_mode`` from ``lambda_rule``); see the module
         docstring for the formulas, the clock t and the references (Waudby-Smith et al. 2024;
         Kilian, Cortinovis & Caron 2025).
     """
-    z = z_two_sided(alpha)
+    z_two_sided(alpha)  # validates alpha
     arm_v, lab, y, f, lk = _prepare(arm, labeled, rating, prediction, look, n_looks)
     n = arm_v.size
     if lambda_rule not in ("joint", "arm"):
@@ -231,17 +247,13 @@ def monitor_effect(
         cnt = np.bincount(grp[mask], minlength=n_groups)
         ref = np.bincount(grp[mask], weights=v[mask], minlength=n_groups) / np.maximum(cnt, 1)
         v -= np.where(mask, ref[grp], 0.0)
-    if users is None:
-        est = _iid_estimates(_iid_sums(grp, lk, arm_v, lab, y, f, n_groups, n_looks))
-        rule = "ppi_py"
-    else:
-        codes, _ = _int_codes(users, "users", n)
-        sums = _cluster_sums(grp, codes, lk, arm_v, lab, y, f, n_groups, n_looks)
-        est = _cluster_estimates(sums, lambda_rule)
-        rule = lambda_rule
+    codes = None if users is None else _int_codes(users, "users", n)[0]
+    mom = look_moments(grp, codes, lk, arm_v, lab, y, f, n_groups, n_looks)
+    res = effect_engine.solve(mom, small_sample=True, clustered=users is not None,
+                              lam_mode="joint" if lambda_rule == "joint" else "per_arm")
     shape = (n_groups, n_looks)
-    valid = est["valid"]
-    arm_units = est["arm_units"]
+    arm_units = res.g_lab
+    valid = (res.n_lab.min(axis=1) >= 2) & (arm_units.min(axis=1) >= 2)
     ready = valid & (arm_units.min(axis=1) >= min_units_per_arm)
     last_ok = ready.reshape(shape)[:, -1]
     if not last_ok.all():
@@ -253,10 +265,11 @@ def monitor_effect(
             f"each arm needs at least {min_units_per_arm} {unit} by the last look{where}; "
             "monitor later, or lower min_units_per_arm"
         )
-    n_lab = est["n"].sum(axis=1)
-    n_unl = est["N"].sum(axis=1)
+    n_lab = res.n_lab.sum(axis=1)
+    n_unl = res.n_unl.sum(axis=1)
     clock = n_lab.reshape(shape)
-    t_star = _target(clock, n_looks, target_look, target_labels)
+    t_star, k0 = _target(clock, ready.reshape(shape), n_looks, target_look, target_labels,
+                         horizon, look_times)
     c = _mixture_c(alpha)
     tr = c * clock / t_star[:, None]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -265,10 +278,12 @@ def monitor_effect(
     cols: dict[str, list[F64]] = {k: [] for k in names_out}
     for name in ESTIMATORS:
         key = "naive" if name == "naive" else "aug"
-        se = np.where(valid, np.sqrt(est[f"{key}_var"]), np.nan)
+        se = np.where(valid, getattr(res, f"{key}_se"), np.nan)
         se = np.where(se > 0, se, np.nan)
-        eff = np.where(valid, est[f"{key}_effect"], np.nan)
-        lam = est["lam"] if name == "augmented" else np.zeros_like(est["lam"])
+        df = np.where(np.isfinite(se), getattr(res, f"{key}_df"), np.nan)
+        q = effect_engine.quantile(alpha, np.where(np.isfinite(df), df, np.inf))
+        eff = np.where(valid, getattr(res, f"{key}_effect"), np.nan)
+        lam = res.lam if name == "augmented" else np.zeros_like(res.lam)
         lam = np.where(valid[:, None], lam, np.nan)
         se_i = np.where(ready, se, np.nan)
         for k, v in (
@@ -278,8 +293,9 @@ def monitor_effect(
             ("units_treatment", arm_units[:, 1]),
             ("effect", eff),
             ("se", se),
-            ("ci_lower", eff - z * se_i),
-            ("ci_upper", eff + z * se_i),
+            ("df", df),
+            ("ci_lower", eff - q * se_i),
+            ("ci_upper", eff + q * se_i),
             ("cs_lower", eff - mult * se_i),
             ("cs_upper", eff + mult * se_i),
             ("lambda_control", lam[:, 0]),
@@ -303,20 +319,34 @@ def monitor_effect(
         alpha=float(alpha),
         target_labels=t_star,
         clustered=users is not None,
-        lambda_rule=rule,
+        lambda_rule=lambda_rule,
+        burn_in_look=k0,
     )
 
 
 def _target(
-    clock: F64, n_looks: int, target_look: int | None, target_labels: float | ArrayLike | None
-) -> F64:
-    """t* per group: given, or the labels at the target look (extrapolated beyond the data)."""
+    clock: F64,
+    ready: NDArray[np.bool_],
+    n_looks: int,
+    target_look: int | None,
+    target_labels: float | ArrayLike | None,
+    horizon: float | None,
+    look_times: ArrayLike | None,
+) -> tuple[F64, NDArray[np.int64]]:
+    """t* per group and the burn-in look (first look with intervals) per group.
+
+    Given ``target_labels``; else the labels at ``target_look`` (extrapolated beyond the data);
+    else, with a ``horizon``, the label rate up to the burn-in look times the horizon (data
+    after the burn-in look never move it); else the labels at the last look.
+    """
+    n_groups = clock.shape[0]
+    k0 = np.argmax(ready, axis=1).astype(np.int64)
     if target_labels is not None:
         given = np.asarray(target_labels, dtype=np.float64)
-        if given.ndim > 1 or given.size not in (1, clock.shape[0]):
-            raise _fail(f"target_labels needs one value or one per group ({clock.shape[0]})")
-        t_star = np.broadcast_to(given.reshape(-1), (clock.shape[0],)).copy()
-    else:
+        if given.ndim > 1 or given.size not in (1, n_groups):
+            raise _fail(f"target_labels needs one value or one per group ({n_groups})")
+        t_star = np.broadcast_to(given.reshape(-1), (n_groups,)).copy()
+    elif target_look is not None or horizon is None:
         tl = n_looks - 1 if target_look is None else target_look
         if isinstance(tl, bool) or not isinstance(tl, int | np.integer) or tl < 0:
             raise _fail(f"target_look must be a look index >= 0, got {target_look!r}")
@@ -324,9 +354,19 @@ def _target(
             t_star = clock[:, tl].astype(np.float64)
         else:
             t_star = clock[:, -1] * (tl + 1.0) / n_looks
+    else:
+        if not np.isfinite(horizon) or horizon <= 0:
+            raise _fail(f"horizon must be > 0, got {horizon!r}")
+        times = (np.arange(1.0, n_looks + 1.0) if look_times is None
+                 else np.asarray(look_times, dtype=np.float64))
+        times = np.broadcast_to(times, clock.shape)
+        at = times[np.arange(n_groups), k0]
+        if not (np.isfinite(at) & (at > 0)).all():
+            raise _fail("look_times must be positive (time since the start of each test)")
+        t_star = clock[np.arange(n_groups), k0] * float(horizon) / at
     if not (np.isfinite(t_star) & (t_star > 0)).all():
         raise _fail("the target has no labeled session; choose a later target_look")
-    return t_star
+    return t_star, k0
 
 
 def _stops(
