@@ -15,7 +15,10 @@ retries for minutes. So before :mod:`pulse_ml.registry.store` points MLflow anyw
 
 :func:`initialize` then lets MLflow create a fresh SQLite store's schema while holding a file
 lock beside the database (two commands started at once on a new store both succeed), retrying
-"database is locked" with backoff.
+"database is locked" with backoff. :func:`wait_for_locks` makes MLflow's SQLite sessions wait
+longer for another process's write (``PULSE_SQLITE_BUSY_TIMEOUT``, default 60 s, instead of
+MLflow's fixed 20 s), so two commands logging or registering into one store at once queue behind
+each other's short transactions instead of one failing with "database is locked".
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ T = TypeVar("T")
 
 TIMEOUT_ENV = "PULSE_TRACKING_TIMEOUT"
 DEFAULT_TIMEOUT_S = 10.0
+BUSY_TIMEOUT_ENV = "PULSE_SQLITE_BUSY_TIMEOUT"
+DEFAULT_BUSY_TIMEOUT_S = 60.0
 QUICK_CHECK_MAX_BYTES = 256 * 2**20  # larger stores get the O(1) header check only
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _MLFLOW_TABLES = {"alembic_version", "experiments", "runs"}
@@ -63,6 +68,51 @@ class StoreCheck:
 def timeout_s() -> float:
     """Seconds to wait for a tracking server (``PULSE_TRACKING_TIMEOUT``, default 10)."""
     return seconds_from_env(TIMEOUT_ENV, DEFAULT_TIMEOUT_S)
+
+
+def busy_timeout_s() -> float:
+    """Seconds an SQLite statement waits for another process's lock (default 60)."""
+    return seconds_from_env(BUSY_TIMEOUT_ENV, DEFAULT_BUSY_TIMEOUT_S)
+
+
+_BUSY_MS: dict[str, int] = {}  # {"ms": busy timeout} once wait_for_locks ran in this process
+
+
+def _busy_pragma(conn, _cursor, statement, parameters, _context, _executemany):
+    """SQLAlchemy ``before_cursor_execute`` hook: MLflow's busy-timeout pragma, made ours."""
+    if "ms" in _BUSY_MS and statement[:30].lower().lstrip().startswith("pragma busy_timeout") \
+            and conn.dialect.name == "sqlite":
+        statement = f"PRAGMA busy_timeout = {_BUSY_MS['ms']};"
+    return statement, parameters
+
+
+def _busy_on_connect(dbapi_connection, _record) -> None:
+    """SQLAlchemy ``connect`` hook: the same timeout for statements outside MLflow's sessions."""
+    if "ms" in _BUSY_MS and isinstance(dbapi_connection, sqlite3.Connection):
+        dbapi_connection.execute(f"PRAGMA busy_timeout = {_BUSY_MS['ms']}")
+
+
+def wait_for_locks() -> None:
+    """Let SQLite statements of this process wait :func:`busy_timeout_s` for another's lock.
+
+    MLflow starts every session on an SQLite store with ``PRAGMA busy_timeout = 20000``: two
+    commands writing to one store (trial runs, metrics, model versions) then fail with
+    "database is locked" whenever one waits more than 20 s for the other's write transaction
+    (a loaded machine). SQLAlchemy's event API replaces that value (and sets it on new
+    connections); SQLite's busy handler then keeps retrying the lock, so no statement runs
+    twice. Call before the first MLflow call; a later call re-reads the setting.
+
+    Raises:
+        PulseError: ``PULSE_SQLITE_BUSY_TIMEOUT`` is not a positive number of seconds.
+    """
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    ms = round(1000 * busy_timeout_s())
+    if "ms" not in _BUSY_MS:
+        event.listen(Engine, "before_cursor_execute", _busy_pragma, retval=True)
+        event.listen(Engine, "connect", _busy_on_connect)
+    _BUSY_MS["ms"] = ms
 
 
 def redact(uri: str) -> str:

@@ -234,14 +234,19 @@ def test_read_only_store_still_serves_its_model(registered, small_demo, pulse_ho
 # --- 5. two commands at once on a fresh store ------------------------------------------------
 
 def test_two_trains_at_once_on_a_fresh_store_both_succeed(small_demo, tmp_path):
+    """Two processes create the schema, log 8 trials each and register into one sqlite file.
+
+    Both write trial runs, metrics and model versions at the same moments; each must wait
+    for the other's write transactions (guard.wait_for_locks), not fail "database is locked".
+    """
     store = tmp_path / "fresh"
     store.mkdir()
     uri = f"sqlite:///{store / 'mlflow.db'}"
     env = _env(MLFLOW_TRACKING_URI=uri, PULSE_HOME=str(tmp_path))
     # register=always: under the default (candidates) the later of the two finishes may meet
     # the earlier one's champion and rightly decline to register an equal model.
-    cmd = [sys.executable, "-m", "pulse_ml", "train", f"data.path={small_demo}", *FAST,
-           "register=always"]
+    cmd = [sys.executable, "-m", "pulse_ml", "train", f"data.path={small_demo}",
+           "model=ordinal_logit", "tuning.n_trials=8", "progress=false", "register=always"]
     procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True) for _ in range(2)]
     outs = [p.communicate(timeout=300) for p in procs]
@@ -251,6 +256,21 @@ def test_two_trains_at_once_on_a_fresh_store_both_succeed(small_demo, tmp_path):
     client = mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)
     versions = client.search_model_versions("name='pulse-satisfaction'")
     assert sorted(int(v.version) for v in versions) == [1, 2]
+    exp = client.get_experiment_by_name("pulse-train")
+    families = client.search_runs([exp.experiment_id], "tags.kind = 'family'")
+    assert sorted(r.info.status for r in families) == ["FINISHED", "FINISHED"]
+    assert {v.run_id for v in versions} == {r.info.run_id for r in families}
+    for family in families:
+        assert {"cv_mse", "cv_mae", "cv_pearson", "best_trial"} <= set(family.data.metrics)
+        trials = client.search_runs(
+            [exp.experiment_id], f"tags.kind = 'trial' and tags.mlflow.parentRunId = "
+            f"'{family.info.run_id}'")
+        assert sorted(int(t.data.tags["trial_number"]) for t in trials) == list(range(8))
+        for t in trials:  # every trial complete with its metrics, or pruned with its folds
+            assert t.info.status in ("FINISHED", "KILLED"), t.info.status
+            assert "objective" in t.data.metrics or "running_cv_mse" in t.data.metrics
+            if t.info.status == "FINISHED":
+                assert {"cv_mse", "objective"} <= set(t.data.metrics)
     assert (store / "artifacts").is_dir()  # artifacts beside the database
 
 

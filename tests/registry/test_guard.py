@@ -143,3 +143,61 @@ def test_explain_environment_faults_only():
         RuntimeError("(sqlite3.OperationalError) attempt to write a readonly database"))
     assert faults.explain(ValueError("a real bug")) is None
     assert faults.explain(KeyError("x")) is None
+
+
+
+def _hold_write_lock(db, seconds: float):
+    """Another process's write transaction on ``db`` for ``seconds`` (a started Timer)."""
+    import threading
+
+    holder = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN EXCLUSIVE")
+
+    def release() -> None:
+        holder.execute("COMMIT")
+        holder.close()
+
+    timer = threading.Timer(seconds, release)
+    timer.start()
+    return timer
+
+
+def test_mlflow_sessions_wait_as_long_as_pulse_says(pulse_home, monkeypatch):
+    """MLflow fixes ``PRAGMA busy_timeout = 20000`` per session; guard.wait_for_locks sets ours.
+
+    With PULSE_SQLITE_BUSY_TIMEOUT=1 a write behind a 3 s lock fails after ~1 s (MLflow's own
+    20 s would have waited and succeeded): the value reaches MLflow's sessions. The default
+    (60 s) is then read back from a real MLflow session.
+    """
+    import mlflow
+    from mlflow.exceptions import MlflowException
+    from sqlalchemy import text
+
+    from pulse_ml.registry import store
+
+    db = pulse_home / "mlruns" / "mlflow.db"
+    monkeypatch.setenv("PULSE_SQLITE_BUSY_TIMEOUT", "1")
+    exp_id = store.setup("pulse-lock-test")
+    client = mlflow.MlflowClient()
+    run_id = client.create_run(exp_id).info.run_id
+    timer = _hold_write_lock(db, 3.0)
+    start = time.perf_counter()
+    try:
+        with pytest.raises(MlflowException, match="database is locked"):
+            client.log_metric(run_id, "m", 1.5)
+        failed_after = time.perf_counter() - start
+    finally:
+        timer.join()
+    assert 0.8 < failed_after < 2.9, failed_after
+    monkeypatch.delenv("PULSE_SQLITE_BUSY_TIMEOUT")
+    store.connect()  # re-reads the setting
+    timer = _hold_write_lock(db, 2.0)
+    try:
+        client.log_metric(run_id, "m", 2.5)  # waits for the lock, then succeeds
+    finally:
+        timer.join()
+    assert client.get_run(run_id).data.metrics == {"m": 2.5}
+    from mlflow.tracking._tracking_service.utils import _get_store
+
+    with _get_store().ManagedSessionMaker() as session:
+        assert session.execute(text("PRAGMA busy_timeout")).scalar() == 60_000
