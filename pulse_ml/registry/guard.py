@@ -7,7 +7,8 @@ retries for minutes. So before :mod:`pulse_ml.registry.store` points MLflow anyw
 * an SQLite file that is not a database, is truncated, or holds another application's tables
   is refused untouched (opened with ``mode=ro``; its header and ``PRAGMA quick_check`` read);
 * an explicit tracking URI whose folder does not exist (a typo) is refused instead of silently
-  becoming a new, empty store;
+  becoming a new, empty store (for a file store, the folder itself must exist unless it is
+  MLflow's default ``./mlruns``);
 * a store the command must write to but cannot (read-only file or folder) is refused in one
   line, before any run is started;
 * an HTTP(S) tracking server is probed with a timeout (``PULSE_TRACKING_TIMEOUT``, default
@@ -141,6 +142,14 @@ def _local_dir(uri: str) -> Path | None:
     if "://" not in uri and not uri.startswith(("databricks", "sqlite:")):
         return Path(uri).expanduser()
     return None
+
+
+def _default_file_store(folder: Path) -> bool:
+    """Whether ``folder`` is where MLflow itself puts a file store (``./mlruns``)."""
+    from pulse_ml.paths import project_root
+
+    here = folder.expanduser().absolute()
+    return here in (Path.cwd() / "mlruns", project_root().absolute() / "mlruns")
 
 
 def _refuse(uri: str, problem: str, fix: str, untouched: bool = True) -> PulseError:
@@ -301,9 +310,11 @@ def check_store(uri: str, explicit: bool, write: bool) -> StoreCheck:
         return StoreCheck(uri, "http")
     folder = _local_dir(uri)
     if folder is not None:
-        if explicit and not folder.exists() and not folder.parent.is_dir():
-            raise _refuse(uri, f"neither {folder} nor its folder {folder.parent} exists (a "
-                          "typo?)", "Fix MLFLOW_TRACKING_URI, or create the folder first.",
+        if explicit and not folder.exists() and not _default_file_store(folder):
+            raise _refuse(uri, f"the folder {folder} does not exist, so this would be a new, "
+                          "empty store (a typo?)",
+                          "Fix MLFLOW_TRACKING_URI, or create the folder first (mkdir -p "
+                          f"{folder}) if you mean to start a new store there.",
                           untouched=False)
         return StoreCheck(uri, "file")
     return StoreCheck(uri, "other")

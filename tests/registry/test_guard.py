@@ -201,3 +201,18 @@ def test_mlflow_sessions_wait_as_long_as_pulse_says(pulse_home, monkeypatch):
 
     with _get_store().ManagedSessionMaker() as session:
         assert session.execute(text("PRAGMA busy_timeout")).scalar() == 60_000
+
+
+def test_file_store_typo_is_refused_unless_it_is_the_default(tmp_path, monkeypatch):
+    """``MLFLOW_TRACKING_URI=./mlrnus`` (or file:…) whose parent exists used to become a store."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PULSE_HOME", str(tmp_path))
+    for uri in ("./mlrnus", str(tmp_path / "mlrnus"), (tmp_path / "mlrnus").as_uri()):
+        with pytest.raises(PulseError, match=r"mlrnus does not exist.*mkdir -p .*mlrnus"):
+            guard.check_store(uri, explicit=True, write=True)
+        assert not (tmp_path / "mlrnus").exists()
+    assert guard.check_store("./mlruns", explicit=True, write=True).kind == "file"  # MLflow's
+    (tmp_path / "made").mkdir()  # created on purpose first: accepted
+    assert guard.check_store((tmp_path / "made").as_uri(), explicit=True, write=True).kind \
+        == "file"
+    assert guard.check_store("./elsewhere", explicit=False, write=True).kind == "file"
