@@ -166,6 +166,33 @@ def probe_tcp(host: str, port: int, timeout: float) -> str | None:
         return exc.strerror or type(exc).__name__
 
 
+def within(timeout: float, fn: Callable[[], T], name: str = "bounded-call") -> T:
+    """Run ``fn`` in a daemon thread; raise ``TimeoutError`` if it has not returned in time.
+
+    For a database connect: drivers bound the TCP connect, not always the handshake after it;
+    a thread bounds every driver the same way. A thread still waiting is abandoned (the
+    command is about to exit with the error).
+    """
+    import threading
+
+    box: dict[str, object] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name=name, daemon=True)
+    thread.start()
+    thread.join(timeout + 2.0)  # the driver's own connect_timeout usually fires first
+    if thread.is_alive():
+        raise TimeoutError
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["value"]  # type: ignore[return-value]
+
+
 def is_locked(exc: BaseException) -> bool:
     """Whether ``exc`` (or its cause) is SQLite's "database is locked" (or a schema race)."""
     for e in causes(exc):

@@ -12,7 +12,10 @@ retries for minutes. So before :mod:`pulse_ml.registry.store` points MLflow anyw
 * a store the command must write to but cannot (read-only file or folder) is refused in one
   line, before any run is started;
 * an HTTP(S) tracking server is probed with a timeout (``PULSE_TRACKING_TIMEOUT``, default
-  10 s), and MLflow's own HTTP retries and timeouts are bounded for the rest of the command.
+  10 s), and MLflow's own HTTP retries and timeouts are bounded for the rest of the command;
+* a database tracking store (``postgresql://``, ``mysql://``, …) is probed the same way: its
+  port first, then one real connection with the driver's ``connect_timeout`` (a server that
+  accepts and never answers fails in time, too).
 
 :func:`initialize` then lets MLflow create a fresh SQLite store's schema while holding a file
 lock beside the database (two commands started at once on a new store both succeed), retrying
@@ -36,7 +39,14 @@ from typing import TypeVar
 from urllib.parse import quote
 
 from pulse_ml.errors import PulseError
-from pulse_ml.faults import file_lock, retry_locked, seconds_from_env, shorten
+from pulse_ml.faults import (
+    file_lock,
+    probe_tcp,
+    retry_locked,
+    seconds_from_env,
+    shorten,
+    within,
+)
 
 T = TypeVar("T")
 
@@ -47,6 +57,9 @@ DEFAULT_BUSY_TIMEOUT_S = 60.0
 QUICK_CHECK_MAX_BYTES = 256 * 2**20  # larger stores get the O(1) header check only
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _MLFLOW_TABLES = {"alembic_version", "experiments", "runs"}
+# Database tracking stores MLflow opens through SQLAlchemy: default port, driver to install.
+_DATABASES = {"postgresql": (5432, "psycopg2-binary"), "mysql": (3306, "pymysql"),
+              "mariadb": (3306, "pymysql"), "mssql": (1433, "pyodbc")}
 
 
 @dataclass(frozen=True)
@@ -55,7 +68,8 @@ class StoreCheck:
 
     Attributes:
         uri: The tracking URI.
-        kind: ``sqlite``, ``http``, ``file`` or ``other``.
+        kind: ``sqlite``, ``http``, ``database`` (PostgreSQL, MySQL, …), ``file`` or
+            ``other``.
         db: The SQLite file (``kind == "sqlite"``), else None.
         fresh: No MLflow schema yet (MLflow will create it).
     """
@@ -259,6 +273,75 @@ def probe_http(uri: str, timeout: float) -> None:
                          f"(now {timeout:g} s).") from None
 
 
+def _database(uri: str) -> str | None:
+    """The backend of a database tracking URI (``postgresql``, ``mysql``, …), else None."""
+    scheme = uri.split("://", 1)[0] if "://" in uri else ""
+    backend = scheme.split("+", 1)[0].lower()
+    return backend if backend in _DATABASES else None
+
+
+def probe_database(uri: str, timeout: float) -> None:
+    """Make sure a database tracking store answers within ``timeout`` seconds.
+
+    The host's port is tried first (refused, unknown host or black hole fail fast), then one
+    connection is opened and ``SELECT 1`` run with the driver's ``connect_timeout`` and a
+    thread bound around it. Nothing is created or changed.
+
+    Raises:
+        PulseError: one line naming the (redacted) URI: no answer in time, refused, driver
+            missing, or the connection refused (credentials, database name).
+    """
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+    from sqlalchemy.pool import NullPool
+
+    shown = redact(uri)
+    fix = (f"Start it or fix MLFLOW_TRACKING_URI (unset it to use the local store "
+           f"./mlruns/mlflow.db); {TIMEOUT_ENV} sets how long to wait (now {timeout:g} s).")
+    try:
+        parsed = make_url(uri)
+    except ArgumentError:
+        raise PulseError(f"MLFLOW_TRACKING_URI={shown} is not a database URL (e.g. "
+                         "postgresql://user@host:5432/mlflow).") from None
+    backend = parsed.get_backend_name()
+    default_port, driver = _DATABASES[backend]
+    host, port = parsed.host or "localhost", parsed.port or default_port
+    reason = probe_tcp(host, int(port), timeout)
+    if reason is not None:
+        raise PulseError(f"MLflow tracking database {shown} does not answer ({reason}). {fix}")
+    connect_args = ({"connect_timeout": max(1, round(timeout))}
+                    if backend in ("postgresql", "mysql", "mariadb") else {})
+
+    def connect() -> None:
+        engine = create_engine(uri, poolclass=NullPool, connect_args=connect_args)
+        try:
+            with engine.connect() as con:
+                con.execute(text("SELECT 1"))
+        finally:
+            engine.dispose()
+
+    try:
+        within(timeout, connect, name="probe-tracking-database")
+    except TimeoutError:
+        raise PulseError(f"MLflow tracking database {shown} does not answer (it accepts "
+                         f"connections but sent no answer within {timeout:g} s: is it a "
+                         f"database server?). {fix}") from None
+    except ImportError as exc:
+        raise PulseError(f"MLflow tracking database {shown}: the {backend} driver is not "
+                         f"installed ({shorten(exc)}); pip install {driver}.") from None
+    except Exception as exc:  # noqa: BLE001 - any driver failure is the user's setup
+        text_ = str(getattr(exc, "orig", None) or exc).strip()
+        first = text_.splitlines()[0] if text_ else type(exc).__name__
+        if "timeout expired" in first or "timed out" in first.lower():
+            raise PulseError(f"MLflow tracking database {shown} does not answer (it accepts "
+                             f"connections but sent no answer within {timeout:g} s: is it a "
+                             f"database server?). {fix}") from None
+        raise PulseError(f"MLflow tracking database {shown} refused the connection "
+                         f"({shorten(first, 200)}). Check the server, the credentials and the "
+                         "database name in MLFLOW_TRACKING_URI.") from None
+
+
 def bound_http_env(timeout: float) -> None:
     """Bound MLflow's own HTTP waits for this process (unless the user set them).
 
@@ -308,6 +391,9 @@ def check_store(uri: str, explicit: bool, write: bool) -> StoreCheck:
         probe_http(uri, timeout)
         bound_http_env(timeout)
         return StoreCheck(uri, "http")
+    if _database(uri) is not None:
+        probe_database(uri, timeout_s())
+        return StoreCheck(uri, "database")
     folder = _local_dir(uri)
     if folder is not None:
         if explicit and not folder.exists() and not _default_file_store(folder):

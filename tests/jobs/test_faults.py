@@ -88,6 +88,12 @@ def _run(*args: str, env: dict | None = None, cwd: Path | None = None, preexec=N
                           preexec_fn=preexec)
 
 
+def _importable(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
 def _file_size_limit(limit: int):
     """preexec_fn: writes beyond ``limit`` bytes fail with EFBIG (a full disk, for real)."""
     def apply() -> None:
@@ -143,6 +149,34 @@ def test_tracking_server_down_fails_fast_and_timeout_is_configurable(small_demo,
     _one_line_error(res, "PULSE_TRACKING_TIMEOUT=abc is not a number of seconds")
 
 
+def test_database_tracking_uri_that_never_answers_fails_within_30_s(small_demo, pulse_home):
+    """postgresql:// tracking URIs were neither probed nor bounded (kind "other")."""
+    pytest.importorskip("psycopg2", reason="psycopg2-binary comes with .[dev] (the scale extra)")
+    with _silent_server() as port:
+        uri = f"postgresql+psycopg2://pulse:secret@127.0.0.1:{port}/mlflow"
+        start = time.perf_counter()
+        res = _run("train", f"data.path={small_demo}", *FAST,
+                   env=_env(MLFLOW_TRACKING_URI=uri), timeout=120)
+        elapsed = time.perf_counter() - start
+    first = _one_line_error(res, "MLflow tracking database postgresql+psycopg2://pulse:***@")
+    assert "sent no answer within 10 s" in first and "PULSE_TRACKING_TIMEOUT" in first
+    assert "secret" not in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    assert elapsed < 30, elapsed
+
+
+def test_database_tracking_probe_connects_for_real(postgres, monkeypatch):
+    """A live PostgreSQL passes the probe; a database that does not exist is one line."""
+    from pulse_ml.errors import PulseError
+    from pulse_ml.registry import guard
+
+    monkeypatch.setenv("PULSE_TRACKING_TIMEOUT", "5")
+    assert guard.check_store(postgres.url("postgres"), explicit=True, write=True).kind \
+        == "database"
+    with pytest.raises(PulseError, match=r"refused the connection \(.*database \"nope\" does "
+                       r"not exist"):
+        guard.check_store(postgres.url("nope"), explicit=True, write=True)
+
+
 def test_optuna_database_that_does_not_answer(small_demo, pulse_home):
     store = pulse_home / "mlruns" / "mlflow.db"
     before = _sha(store)
@@ -151,14 +185,23 @@ def test_optuna_database_that_does_not_answer(small_demo, pulse_home):
     first = _one_line_error(res, "tuning.storage=postgresql://user:***@127.0.0.1")
     assert "does not answer" in first and "secret" not in res.stderr
     assert _sha(store) == before  # refused before any MLflow run started
-    pytest.importorskip("pymysql")
-    with _silent_server() as port:
-        start = time.perf_counter()
-        res = _run("train", f"data.path={small_demo}", *FAST,
-                   f"tuning.storage=mysql+pymysql://u@127.0.0.1:{port}/db", timeout=120)
-        elapsed = time.perf_counter() - start
-    _one_line_error(res, "does not answer within 10 s")
-    assert elapsed < 30, elapsed
+    # A server that accepts and never answers: PostgreSQL (psycopg2 comes with .[dev]), then
+    # MySQL where pymysql is installed (it is not a dependency).
+    drivers = [d for d, module in (("postgresql+psycopg2", "psycopg2"),
+                                   ("mysql+pymysql", "pymysql")) if _importable(module)]
+    assert drivers and drivers[0] == "postgresql+psycopg2", "psycopg2 missing: pip install .[dev]"
+    for driver in drivers:
+        with _silent_server() as port:
+            start = time.perf_counter()
+            res = _run("train", f"data.path={small_demo}", *FAST,
+                       f"tuning.storage={driver}://u@127.0.0.1:{port}/db", timeout=120)
+            elapsed = time.perf_counter() - start
+        first = _one_line_error(res, f"tuning.storage={driver}://u@127.0.0.1:{port}/db")
+        # psycopg2's own connect_timeout fires first ("timeout expired"); pymysql's never does
+        # and the thread bound says "within 10 s".
+        assert "within 10 s" in first or "timeout expired" in first, first
+        assert "(now 10 s)" in first or "within 10 s" in first, first
+        assert elapsed < 30, elapsed
 
 
 # --- 3. never touch a foreign store ----------------------------------------------------------

@@ -216,3 +216,26 @@ def test_file_store_typo_is_refused_unless_it_is_the_default(tmp_path, monkeypat
     assert guard.check_store((tmp_path / "made").as_uri(), explicit=True, write=True).kind \
         == "file"
     assert guard.check_store("./elsewhere", explicit=False, write=True).kind == "file"
+
+
+@pytest.mark.parametrize("scheme", ["postgresql", "postgresql+psycopg2"])
+def test_database_tracking_store_that_never_answers_fails_in_time(scheme, monkeypatch):
+    """A database URI was kind "other": neither probed nor bounded (MLflow waited forever)."""
+    pytest.importorskip("psycopg2", reason="psycopg2-binary comes with .[dev] (the scale extra)")
+    monkeypatch.setenv("PULSE_TRACKING_TIMEOUT", "1")
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        uri = f"{scheme}://u:secret@127.0.0.1:{silent.getsockname()[1]}/mlflow"
+        start = time.perf_counter()
+        with pytest.raises(PulseError, match=r"accepts connections but sent no answer within "
+                           r"1 s") as info:
+            guard.check_store(uri, explicit=True, write=True)
+        assert time.perf_counter() - start < 4
+    assert "secret" not in str(info.value) and "u:***@127.0.0.1" in str(info.value)
+    with socket.socket() as s:  # nothing listens there any more
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(PulseError, match=r"does not answer \(Connection refused\)"):
+        guard.check_store(f"{scheme}://u@127.0.0.1:{port}/mlflow", explicit=True, write=True)
+
