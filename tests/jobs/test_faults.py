@@ -447,21 +447,42 @@ def test_infinite_count_and_huge_category_are_data_errors(small_demo, tmp_path):
     assert "(10000 characters)" in res.stderr and len(res.stderr) < 2500
 
 
-def test_paper_category_names_are_accepted(small_demo, pulse_home, tmp_path):
-    paper = {"fix_bugs": "Fix Bugs", "implement_features": "Implement Features",
-             "create_programs_from_scratch": "Create Programs from Scratch",
-             "fix_failing_ci": "Fix Failing Continuous Integration",
-             "fix_merge_conflicts": "Fix Merge Conflicts",
-             "write_documentation": "Write Documentation",
-             "perform_deployments": "Perform Deployments",
-             "perform_data_analysis": "Perform Data Analysis"}
+PAPER_CATEGORIES = {
+    "fix_bugs": "Fix Bugs", "implement_features": "Implement Features",
+    "create_programs_from_scratch": "Create Programs from Scratch",
+    "fix_failing_ci": "Fix Failing Continuous Integration",
+    "fix_merge_conflicts": "Fix Merge Conflicts", "write_documentation": "Write Documentation",
+    "perform_deployments": "Perform Deployments", "perform_data_analysis": "Perform Data Analysis"}
+FEATURE_SETS = sorted(p.stem for p in (REPO / "conf" / "features").glob("*.yaml"))
+
+
+def _paper_table(small_demo, tmp_path) -> Path:
     frame = pd.read_parquet(small_demo)
-    frame["task_category"] = frame["task_category"].map(paper)
+    frame["task_category"] = frame["task_category"].map(PAPER_CATEGORIES)
     frame["user_sentiment"] = frame["user_sentiment"].str.upper()
+    frame["judge_local"] = 3.0  # the all_judge set's columns
+    frame["judge_local_missing"] = 0
     path = tmp_path / "paper.parquet"
     frame.to_parquet(path)
-    res = _run("validate", f"data.path={path}")
+    return path
+
+
+def test_paper_category_names_are_accepted(small_demo, pulse_home, tmp_path):
+    res = _run("validate", f"data.path={_paper_table(small_demo, tmp_path)}")
     assert res.returncode == 0, res.stderr
+
+
+@pytest.mark.parametrize("name", FEATURE_SETS)
+def test_every_feature_set_accepts_the_paper_category_names(name, small_demo, tmp_path):
+    """conf/features/all_text.yaml had no aliases: "Fix Failing Continuous Integration" failed."""
+    from pulse_ml.settings import load_table
+
+    cfg = compose("validate", [f"data.path={_paper_table(small_demo, tmp_path)}",
+                               f"features={name}"])
+    table = load_table(cfg)  # raises DataError on an unknown category
+    if "task_category" in table.features.names:
+        assert sorted(table.frame["task_category"].unique()) == sorted(PAPER_CATEGORIES)
+    assert len(FEATURE_SETS) >= 7 and "all_text" in FEATURE_SETS
 
 
 def test_model_whose_artifacts_were_deleted(registered, small_demo, pulse_home):
