@@ -381,6 +381,36 @@ def test_full_disk_during_extract_keeps_the_earlier_table(tmp_path):
     assert _tree(tmp_path) == before  # the earlier table is intact, no partial file beside it
 
 
+def test_full_disk_during_extract_labeler_logs_no_run(pulse_home, tmp_path):
+    """The table is written before its MLflow run: a full disk leaves no run without a table.
+
+    The limit (2.5 MB) lets the store (~1.1 MB) grow but not the ~4 MB JSONL table; before,
+    the ``label-local`` run was logged, then the table write failed.
+    """
+    from pulse_ml.llm.testing import StubLLMServer
+
+    src = tmp_path / "chats.jsonl"
+    records = _chat_records(150)
+    for r in records:  # long transcripts: a big table from few LLM calls
+        for m in r["messages"]:
+            m["text"] = " ".join([m["text"]] * 6)
+    src.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    out = tmp_path / "labeled.jsonl"
+    uri = f"sqlite:///{pulse_home / 'mlruns' / 'mlflow.db'}"
+    server = StubLLMServer().start()
+    try:
+        res = _run("extract", f"input={src}", f"out={out}", "labeler=local",
+                   f"labeler.api_base={server.url}", "labeler.retries=0", "progress=false",
+                   f"cache_dir={tmp_path / 'cache'}", preexec=_file_size_limit(2_500_000))
+    finally:
+        server.stop()
+    _one_line_error(res, f"cannot write {out}: file too large")
+    assert not out.exists() and not [p for p in tmp_path.iterdir() if ".partial" in p.name]
+    client = mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)
+    exp = client.get_experiment_by_name("pulse-judge")
+    assert exp is None or client.search_runs([exp.experiment_id]) == []
+
+
 # --- 6. extract: skipped lines, output formats -----------------------------------------------
 
 def test_extract_skips_only_the_bad_line_and_names_it(tmp_path):
