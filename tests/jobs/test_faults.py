@@ -360,6 +360,55 @@ def test_full_disk_during_infer_keeps_earlier_results(registered, small_demo, pu
     assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []
 
 
+def _full_disk_keeps(out: Path, first: list[str], again: list[str], limit: int,
+                     env: dict | None = None) -> None:
+    """Run a verb once (it writes ``out``), then again on a full disk: same files, no partial."""
+    ok = _run(*first, env=env)
+    assert ok.returncode == 0, ok.stderr
+    before = _tree(out)
+    assert before and max((out / name).stat().st_size for name in before) > limit, before
+    res = _run(*again, env=env, preexec=_file_size_limit(limit))
+    _one_line_error(res, "file too large")
+    assert f"cannot write {out}" in res.stderr, res.stderr
+    assert _tree(out) == before  # nothing truncated or replaced
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []  # no temp left
+
+
+def test_full_disk_during_audit_keeps_earlier_results(registered, small_demo, tmp_path):
+    out = tmp_path / "audit"
+    args = ["audit", "case_study=plan", f"data.path={small_demo}", "replications=200",
+            "split_half.replications=50", "progress=false", "log_mlflow=false",
+            f"output={out}"]
+    _full_disk_keeps(out, args, [*args, "seed=3"], limit=10_000)
+
+
+def test_full_disk_during_monitor_keeps_earlier_results(registered, small_demo, tmp_path):
+    out = tmp_path / "monitor"
+    args = ["monitor", f"data.path={small_demo}", "log_mlflow=false", f"output={out}"]
+    _full_disk_keeps(out, args, [*args, "alpha=0.1"], limit=20_000)
+
+
+def test_full_disk_during_judge_keeps_earlier_judgments(pulse_home, tmp_path):
+    from pulse_ml.llm.testing import StubLLMServer
+
+    n = 300
+    frame = pd.DataFrame({"session_id": [f"s{i}" for i in range(n)],
+                          "rating": np.resize([4.0, 2.0, 5.0], n),
+                          "transcript": [json.dumps([{"role": "user", "text": f"hi {i}"}])
+                                         for i in range(n)]})
+    path = tmp_path / "t.parquet"
+    frame.to_parquet(path)
+    out = tmp_path / "judge"
+    server = StubLLMServer().start()
+    try:
+        args = ["judge", f"data.path={path}", f"judge.api_base={server.url}",
+                "judge.retries=0", "progress=false", f"output={out}",
+                f"cache_dir={tmp_path / 'cache'}"]
+        _full_disk_keeps(out, args, args, limit=4_000)
+    finally:
+        server.stop()
+
+
 def _chat_records(n: int, seed: int = 0) -> list[dict]:
     rng = np.random.default_rng(seed)
     words = np.array(["fix", "the", "bug", "in", "parser", "please", "tests", "fail", "again"])
