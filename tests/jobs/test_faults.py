@@ -345,6 +345,91 @@ def test_sigterm_during_train_marks_the_run_killed(small_demo, pulse_home):
     assert client.search_model_versions("name='pulse-satisfaction'") == []
 
 
+def _sigterm_when(args: list[str], ready, timeout: float = 180, env: dict | None = None):
+    """Start ``pulse-ml <args>``, poll ``ready()`` every 5 ms, send SIGTERM once it is true.
+
+    Returns (returncode, stderr). Fails when the command ended before ``ready()`` held.
+    """
+    proc = subprocess.Popen([sys.executable, "-m", "pulse_ml", *args], env=env or _env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + timeout
+    try:
+        while not ready():
+            assert proc.poll() is None and time.monotonic() < deadline, \
+                ("the command ended (or took too long) before the moment to signal",
+                 proc.poll(), proc.stderr.read()[-2000:] if proc.poll() is not None else "")
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return proc.returncode, err
+
+
+def _running_runs(db: Path, experiment: str) -> list[str]:
+    """RUNNING runs of ``experiment``, read straight from the sqlite file (fast, read-only)."""
+    import sqlite3
+
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    try:
+        return [row[0] for row in con.execute(
+            "SELECT r.run_uuid FROM runs r JOIN experiments e ON r.experiment_id = "
+            "e.experiment_id WHERE e.name = ? AND r.status = 'RUNNING'", (experiment,))]
+    except sqlite3.OperationalError:  # no such table yet / busy: not ready
+        return []
+    finally:
+        con.close()
+
+
+def test_sigterm_during_infer_leaves_no_partial_outputs_and_no_running_run(
+        registered, small_demo, pulse_home, tmp_path):
+    out = tmp_path / "results"
+    base = ["infer", f"data.path={small_demo}", "permutations=200", f"output={out}"]
+    ok = _run(*base, "log_mlflow=false")
+    assert ok.returncode == 0, ok.stderr
+    before = _tree(out)
+    # 1. SIGTERM while the outputs are being written (the staging folder exists).
+    code, err = _sigterm_when([*base, "seed=3", "log_mlflow=false"],
+                              lambda: any(p.name.startswith(".partial") for p in out.iterdir()))
+    assert code == 143, (code, err[-2000:])
+    assert err.strip().splitlines()[-1] == "terminated (SIGTERM)" and "Traceback" not in err
+    assert _tree(out) == before  # earlier results intact, staging folder removed
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []
+    # 2. SIGTERM while its MLflow run is being logged: the run ends KILLED/FAILED.
+    db = pulse_home / "mlruns" / "mlflow.db"
+    seen: list[str] = []
+
+    def logging_run() -> bool:
+        seen.extend(_running_runs(db, "pulse-infer"))
+        return bool(seen)
+
+    code, err = _sigterm_when([*base, "seed=4", f"output={tmp_path / 'second'}"], logging_run)
+    assert code == 143, (code, err[-2000:])
+    uri = f"sqlite:///{db}"
+    client = mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)
+    assert client.get_run(seen[0]).info.status in ("KILLED", "FAILED")
+    exp = client.get_experiment_by_name("pulse-infer")
+    assert client.search_runs([exp.experiment_id], "attributes.status = 'RUNNING'") == []
+
+
+def test_sigterm_during_extract_leaves_the_earlier_table(tmp_path):
+    src = tmp_path / "chats.jsonl"
+    records = _chat_records(3000)
+    src.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    out = tmp_path / "sessions.jsonl"
+    out.write_text(json.dumps({"session_id": "old", "rating": 3.0}) + "\n")
+    before = _tree(tmp_path)
+    code, err = _sigterm_when(
+        ["extract", f"input={src}", f"out={out}", "progress=false"],
+        lambda: any(".partial" in p.name for p in tmp_path.iterdir()),
+        env=_env(PULSE_HOME=str(tmp_path)))
+    assert code == 143, (code, err[-2000:])
+    assert "Traceback" not in err
+    assert _tree(tmp_path) == before  # no half-written table beside the earlier one
+
+
 def test_full_disk_during_infer_keeps_earlier_results(registered, small_demo, pulse_home,
                                                      tmp_path):
     out = tmp_path / "results"
