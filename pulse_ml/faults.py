@@ -42,6 +42,7 @@ _SQLITE_MARKERS = (
     ("unable to open database file", "the database file cannot be opened"),
 )
 ECHO_LIMIT = 80
+BUSY_TIMEOUT_ENV = "PULSE_SQLITE_BUSY_TIMEOUT"  # how long SQLite waits for another writer
 
 
 def shorten(value: object, limit: int = ECHO_LIMIT) -> str:
@@ -124,6 +125,11 @@ def explain(exc: BaseException) -> str | None:
         from pulse_ml.paths import project_root
 
         uri = os.environ.get("MLFLOW_TRACKING_URI") or f"{project_root() / 'mlruns'}"
+        if is_locked(exc):
+            return (f"database error ({reason}): the MLflow store is {uri}. Another command "
+                    f"kept writing to it for longer than {BUSY_TIMEOUT_ENV} allows (now "
+                    f"{os.environ.get(BUSY_TIMEOUT_ENV) or '60'} s): run again when it is "
+                    "done, or raise it.")
         return (f"database error ({reason}): the MLflow store is {uri}. Fix or restore that "
                 "file, or point MLFLOW_TRACKING_URI at another store.")
     reason = access_reason(exc)

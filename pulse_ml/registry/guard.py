@@ -40,6 +40,7 @@ from urllib.parse import quote
 
 from pulse_ml.errors import PulseError
 from pulse_ml.faults import (
+    BUSY_TIMEOUT_ENV,
     file_lock,
     probe_tcp,
     retry_locked,
@@ -52,8 +53,7 @@ T = TypeVar("T")
 
 TIMEOUT_ENV = "PULSE_TRACKING_TIMEOUT"
 DEFAULT_TIMEOUT_S = 10.0
-BUSY_TIMEOUT_ENV = "PULSE_SQLITE_BUSY_TIMEOUT"
-DEFAULT_BUSY_TIMEOUT_S = 60.0
+DEFAULT_BUSY_TIMEOUT_S = 60.0  # BUSY_TIMEOUT_ENV (faults.py) overrides it
 QUICK_CHECK_MAX_BYTES = 256 * 2**20  # larger stores get the O(1) header check only
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _MLFLOW_TABLES = {"alembic_version", "experiments", "runs"}

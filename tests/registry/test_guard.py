@@ -145,7 +145,6 @@ def test_explain_environment_faults_only():
     assert faults.explain(KeyError("x")) is None
 
 
-
 def _hold_write_lock(db, seconds: float):
     """Another process's write transaction on ``db`` for ``seconds`` (a started Timer)."""
     import threading
@@ -183,9 +182,11 @@ def test_mlflow_sessions_wait_as_long_as_pulse_says(pulse_home, monkeypatch):
     timer = _hold_write_lock(db, 3.0)
     start = time.perf_counter()
     try:
-        with pytest.raises(MlflowException, match="database is locked"):
+        with pytest.raises(MlflowException, match="database is locked") as info:
             client.log_metric(run_id, "m", 1.5)
         failed_after = time.perf_counter() - start
+        assert "longer than PULSE_SQLITE_BUSY_TIMEOUT allows (now 1 s)" in faults.explain(
+            info.value)
     finally:
         timer.join()
     assert 0.8 < failed_after < 2.9, failed_after
