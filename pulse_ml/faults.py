@@ -42,6 +42,7 @@ _SQLITE_MARKERS = (
     ("unable to open database file", "the database file cannot be opened"),
 )
 ECHO_LIMIT = 80
+BUSY_TIMEOUT_ENV = "PULSE_SQLITE_BUSY_TIMEOUT"  # how long SQLite waits for another writer
 
 
 def shorten(value: object, limit: int = ECHO_LIMIT) -> str:
@@ -124,6 +125,11 @@ def explain(exc: BaseException) -> str | None:
         from pulse_ml.paths import project_root
 
         uri = os.environ.get("MLFLOW_TRACKING_URI") or f"{project_root() / 'mlruns'}"
+        if is_locked(exc):
+            return (f"database error ({reason}): the MLflow store is {uri}. Another command "
+                    f"kept writing to it for longer than {BUSY_TIMEOUT_ENV} allows (now "
+                    f"{os.environ.get(BUSY_TIMEOUT_ENV) or '60'} s): run again when it is "
+                    "done, or raise it.")
         return (f"database error ({reason}): the MLflow store is {uri}. Fix or restore that "
                 "file, or point MLFLOW_TRACKING_URI at another store.")
     reason = access_reason(exc)
@@ -164,6 +170,33 @@ def probe_tcp(host: str, port: int, timeout: float) -> str | None:
         return f"no answer within {timeout:g} s"
     except OSError as exc:
         return exc.strerror or type(exc).__name__
+
+
+def within(timeout: float, fn: Callable[[], T], name: str = "bounded-call") -> T:
+    """Run ``fn`` in a daemon thread; raise ``TimeoutError`` if it has not returned in time.
+
+    For a database connect: drivers bound the TCP connect, not always the handshake after it;
+    a thread bounds every driver the same way. A thread still waiting is abandoned (the
+    command is about to exit with the error).
+    """
+    import threading
+
+    box: dict[str, object] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name=name, daemon=True)
+    thread.start()
+    thread.join(timeout + 2.0)  # the driver's own connect_timeout usually fires first
+    if thread.is_alive():
+        raise TimeoutError
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["value"]  # type: ignore[return-value]
 
 
 def is_locked(exc: BaseException) -> bool:

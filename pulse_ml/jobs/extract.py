@@ -112,13 +112,15 @@ def write_table(frame: pd.DataFrame, out: Path) -> None:
     write(frame, out, "pulse-ml extract: out")
 
 
-def label(frame: pd.DataFrame, s: ExtractSettings) -> tuple[pd.DataFrame, object, str]:
-    """Add the LLM features to ``frame`` and log the batch to MLflow."""
+def label(frame: pd.DataFrame, s: ExtractSettings) -> tuple[pd.DataFrame, object, float]:
+    """Add the LLM features to ``frame``; returns the table, the usage and the seconds taken.
+
+    Raises:
+        PulseError: no labeler configured, or every LLM call failed.
+    """
     from pulse_ml.llm.cache import DiskCache
     from pulse_ml.llm.client import all_failed_error
     from pulse_ml.llm.labeler import label_sessions
-    from pulse_ml.registry.llm_runs import llm_params, log_run
-    from pulse_ml.registry.store import JUDGE_EXPERIMENT
 
     if s.labeler is None:
         raise PulseError("extract: no labeler configured (labeler=<name>).")
@@ -133,16 +135,27 @@ def label(frame: pd.DataFrame, s: ExtractSettings) -> tuple[pd.DataFrame, object
     labels.index = frame.index
     out = pd.concat([frame.drop(columns=[c for c in labels.columns if c in frame.columns]),
                      labels], axis=1)
+    return out, usage, time.perf_counter() - start
+
+
+def log_labels(out: pd.DataFrame, s: ExtractSettings, usage, wall_s: float) -> str:
+    """Log the labeling batch to MLflow (``pulse-judge``); returns the run id.
+
+    Called once the table is written, so a failed write never leaves a logged run without
+    its table.
+    """
+    from pulse_ml.registry.llm_runs import llm_params, log_run
+    from pulse_ml.registry.store import JUDGE_EXPERIMENT
+
+    assert s.labeler is not None
     errors = out.loc[out["label_errors"] != "", ["session_id", "label_errors"]]
-    run_id = log_run(
+    return log_run(
         JUDGE_EXPERIMENT, f"label-{s.labeler.name}",
         tags={"kind": "llm_labeler", "labeler": s.labeler.name},
-        params={**llm_params(s.labeler), "input": s.input, "n_sessions": len(frame)},
-        metrics={**usage.metrics(), "n_sessions": len(frame),
-                 "n_sessions_with_errors": len(errors),
-                 "wall_time_s": time.perf_counter() - start},
+        params={**llm_params(s.labeler), "input": s.input, "n_sessions": len(out)},
+        metrics={**usage.metrics(), "n_sessions": len(out),
+                 "n_sessions_with_errors": len(errors), "wall_time_s": wall_s},
         tables={"label_errors.csv": errors} if len(errors) else None)
-    return out, usage, run_id
 
 
 def extract(s: ExtractSettings) -> ExtractResult:
@@ -164,9 +177,12 @@ def extract(s: ExtractSettings) -> ExtractResult:
     notes = list(frame.attrs.get("notes", []))
     unknown = ratings_outside_sessions(ratings, frame) if ratings is not None else []
     usage = run_id = None
+    wall_s = 0.0
     if s.labeler is not None:
-        frame, usage, run_id = label(frame, s)
-    write_table(frame, s.out)
+        frame, usage, wall_s = label(frame, s)
+    write_table(frame, s.out)  # atomically, before the MLflow run that describes it
+    if s.labeler is not None:
+        run_id = log_labels(frame, s, usage, wall_s)
     return ExtractResult(frame, s.out, read.failures, unknown, usage, run_id, read.per_file,
                          notes)
 

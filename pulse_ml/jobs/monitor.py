@@ -30,8 +30,6 @@ Examples:
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,35 +105,24 @@ def _records(frame: pd.DataFrame) -> list[dict]:
     return plain.where(frame.notna(), None).to_dict(orient="records")
 
 
-def _atomic(path: Path, write: Callable[[Path], None]) -> Path:
-    """Write to a temporary name beside ``path``; the caller moves it in place."""
-    tmp = path.with_name(f".{path.stem}.tmp-{os.getpid()}{path.suffix}")
-    write(tmp)
-    return tmp
-
-
 def write_outputs(job: MonitorJob, result: Monitoring, meta: dict) -> list[Path]:
-    """monitor.json, monitor.csv and monitor.png, each written atomically (temp + rename)."""
+    """monitor.json, monitor.csv and monitor.png: all three or none (staged, then renamed).
+
+    A failure (full disk, Ctrl-C) leaves no temporary file and the earlier three unchanged.
+    """
+    from pulse_ml.report.atomic import staged_outputs
     from pulse_ml.report.plots import monitor_plot
 
     out = job.output
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise PulseError(f"pulse-ml monitor: output={out}: cannot create the directory "
-                         f"({exc}). Pass a writable folder.") from None
     paths = [out / name for name in FILES]
     doc = {**meta, "stops": _records(result.stops), "rows": _records(result.frame)}
     title = (f"Monitoring {Path(job.data_path).name} with {meta['model']} (version "
              f"{meta['model_version']}, {meta['model_family']}); alpha {job.settings.alpha}")
-    temps = [
-        _atomic(paths[0], lambda p: p.write_text(json.dumps(doc, indent=2, default=str) + "\n",
-                                                 encoding="utf-8")),
-        _atomic(paths[1], lambda p: result.frame.to_csv(p, index=False)),
-        _atomic(paths[2], lambda p: monitor_plot(result.frame, result.stops, p, title)),
-    ]
-    for tmp, path in zip(temps, paths, strict=True):
-        os.replace(tmp, path)
+    with staged_outputs(out) as stage:
+        (stage / FILES[0]).write_text(json.dumps(doc, indent=2, default=str) + "\n",
+                                      encoding="utf-8")
+        result.frame.to_csv(stage / FILES[1], index=False)
+        monitor_plot(result.frame, result.stops, stage / FILES[2], title)
     return paths
 
 

@@ -7,15 +7,22 @@ retries for minutes. So before :mod:`pulse_ml.registry.store` points MLflow anyw
 * an SQLite file that is not a database, is truncated, or holds another application's tables
   is refused untouched (opened with ``mode=ro``; its header and ``PRAGMA quick_check`` read);
 * an explicit tracking URI whose folder does not exist (a typo) is refused instead of silently
-  becoming a new, empty store;
+  becoming a new, empty store (for a file store, the folder itself must exist unless it is
+  MLflow's default ``./mlruns``);
 * a store the command must write to but cannot (read-only file or folder) is refused in one
   line, before any run is started;
 * an HTTP(S) tracking server is probed with a timeout (``PULSE_TRACKING_TIMEOUT``, default
-  10 s), and MLflow's own HTTP retries and timeouts are bounded for the rest of the command.
+  10 s), and MLflow's own HTTP retries and timeouts are bounded for the rest of the command;
+* a database tracking store (``postgresql://``, ``mysql://``, …) is probed the same way: its
+  port first, then one real connection with the driver's ``connect_timeout`` (a server that
+  accepts and never answers fails in time, too).
 
 :func:`initialize` then lets MLflow create a fresh SQLite store's schema while holding a file
 lock beside the database (two commands started at once on a new store both succeed), retrying
-"database is locked" with backoff.
+"database is locked" with backoff. :func:`wait_for_locks` makes MLflow's SQLite sessions wait
+longer for another process's write (``PULSE_SQLITE_BUSY_TIMEOUT``, default 60 s, instead of
+MLflow's fixed 20 s), so two commands logging or registering into one store at once queue behind
+each other's short transactions instead of one failing with "database is locked".
 """
 
 from __future__ import annotations
@@ -32,15 +39,27 @@ from typing import TypeVar
 from urllib.parse import quote
 
 from pulse_ml.errors import PulseError
-from pulse_ml.faults import file_lock, retry_locked, seconds_from_env, shorten
+from pulse_ml.faults import (
+    BUSY_TIMEOUT_ENV,
+    file_lock,
+    probe_tcp,
+    retry_locked,
+    seconds_from_env,
+    shorten,
+    within,
+)
 
 T = TypeVar("T")
 
 TIMEOUT_ENV = "PULSE_TRACKING_TIMEOUT"
 DEFAULT_TIMEOUT_S = 10.0
+DEFAULT_BUSY_TIMEOUT_S = 60.0  # BUSY_TIMEOUT_ENV (faults.py) overrides it
 QUICK_CHECK_MAX_BYTES = 256 * 2**20  # larger stores get the O(1) header check only
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _MLFLOW_TABLES = {"alembic_version", "experiments", "runs"}
+# Database tracking stores MLflow opens through SQLAlchemy: default port, driver to install.
+_DATABASES = {"postgresql": (5432, "psycopg2-binary"), "mysql": (3306, "pymysql"),
+              "mariadb": (3306, "pymysql"), "mssql": (1433, "pyodbc")}
 
 
 @dataclass(frozen=True)
@@ -49,7 +68,8 @@ class StoreCheck:
 
     Attributes:
         uri: The tracking URI.
-        kind: ``sqlite``, ``http``, ``file`` or ``other``.
+        kind: ``sqlite``, ``http``, ``database`` (PostgreSQL, MySQL, …), ``file`` or
+            ``other``.
         db: The SQLite file (``kind == "sqlite"``), else None.
         fresh: No MLflow schema yet (MLflow will create it).
     """
@@ -63,6 +83,51 @@ class StoreCheck:
 def timeout_s() -> float:
     """Seconds to wait for a tracking server (``PULSE_TRACKING_TIMEOUT``, default 10)."""
     return seconds_from_env(TIMEOUT_ENV, DEFAULT_TIMEOUT_S)
+
+
+def busy_timeout_s() -> float:
+    """Seconds an SQLite statement waits for another process's lock (default 60)."""
+    return seconds_from_env(BUSY_TIMEOUT_ENV, DEFAULT_BUSY_TIMEOUT_S)
+
+
+_BUSY_MS: dict[str, int] = {}  # {"ms": busy timeout} once wait_for_locks ran in this process
+
+
+def _busy_pragma(conn, _cursor, statement, parameters, _context, _executemany):
+    """SQLAlchemy ``before_cursor_execute`` hook: MLflow's busy-timeout pragma, made ours."""
+    if "ms" in _BUSY_MS and statement[:30].lower().lstrip().startswith("pragma busy_timeout") \
+            and conn.dialect.name == "sqlite":
+        statement = f"PRAGMA busy_timeout = {_BUSY_MS['ms']};"
+    return statement, parameters
+
+
+def _busy_on_connect(dbapi_connection, _record) -> None:
+    """SQLAlchemy ``connect`` hook: the same timeout for statements outside MLflow's sessions."""
+    if "ms" in _BUSY_MS and isinstance(dbapi_connection, sqlite3.Connection):
+        dbapi_connection.execute(f"PRAGMA busy_timeout = {_BUSY_MS['ms']}")
+
+
+def wait_for_locks() -> None:
+    """Let SQLite statements of this process wait :func:`busy_timeout_s` for another's lock.
+
+    MLflow starts every session on an SQLite store with ``PRAGMA busy_timeout = 20000``: two
+    commands writing to one store (trial runs, metrics, model versions) then fail with
+    "database is locked" whenever one waits more than 20 s for the other's write transaction
+    (a loaded machine). SQLAlchemy's event API replaces that value (and sets it on new
+    connections); SQLite's busy handler then keeps retrying the lock, so no statement runs
+    twice. Call before the first MLflow call; a later call re-reads the setting.
+
+    Raises:
+        PulseError: ``PULSE_SQLITE_BUSY_TIMEOUT`` is not a positive number of seconds.
+    """
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    ms = round(1000 * busy_timeout_s())
+    if "ms" not in _BUSY_MS:
+        event.listen(Engine, "before_cursor_execute", _busy_pragma, retval=True)
+        event.listen(Engine, "connect", _busy_on_connect)
+    _BUSY_MS["ms"] = ms
 
 
 def redact(uri: str) -> str:
@@ -91,6 +156,14 @@ def _local_dir(uri: str) -> Path | None:
     if "://" not in uri and not uri.startswith(("databricks", "sqlite:")):
         return Path(uri).expanduser()
     return None
+
+
+def _default_file_store(folder: Path) -> bool:
+    """Whether ``folder`` is where MLflow itself puts a file store (``./mlruns``)."""
+    from pulse_ml.paths import project_root
+
+    here = folder.expanduser().absolute()
+    return here in (Path.cwd() / "mlruns", project_root().absolute() / "mlruns")
 
 
 def _refuse(uri: str, problem: str, fix: str, untouched: bool = True) -> PulseError:
@@ -200,6 +273,75 @@ def probe_http(uri: str, timeout: float) -> None:
                          f"(now {timeout:g} s).") from None
 
 
+def _database(uri: str) -> str | None:
+    """The backend of a database tracking URI (``postgresql``, ``mysql``, …), else None."""
+    scheme = uri.split("://", 1)[0] if "://" in uri else ""
+    backend = scheme.split("+", 1)[0].lower()
+    return backend if backend in _DATABASES else None
+
+
+def probe_database(uri: str, timeout: float) -> None:
+    """Make sure a database tracking store answers within ``timeout`` seconds.
+
+    The host's port is tried first (refused, unknown host or black hole fail fast), then one
+    connection is opened and ``SELECT 1`` run with the driver's ``connect_timeout`` and a
+    thread bound around it. Nothing is created or changed.
+
+    Raises:
+        PulseError: one line naming the (redacted) URI: no answer in time, refused, driver
+            missing, or the connection refused (credentials, database name).
+    """
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+    from sqlalchemy.pool import NullPool
+
+    shown = redact(uri)
+    fix = (f"Start it or fix MLFLOW_TRACKING_URI (unset it to use the local store "
+           f"./mlruns/mlflow.db); {TIMEOUT_ENV} sets how long to wait (now {timeout:g} s).")
+    try:
+        parsed = make_url(uri)
+    except ArgumentError:
+        raise PulseError(f"MLFLOW_TRACKING_URI={shown} is not a database URL (e.g. "
+                         "postgresql://user@host:5432/mlflow).") from None
+    backend = parsed.get_backend_name()
+    default_port, driver = _DATABASES[backend]
+    host, port = parsed.host or "localhost", parsed.port or default_port
+    reason = probe_tcp(host, int(port), timeout)
+    if reason is not None:
+        raise PulseError(f"MLflow tracking database {shown} does not answer ({reason}). {fix}")
+    connect_args = ({"connect_timeout": max(1, round(timeout))}
+                    if backend in ("postgresql", "mysql", "mariadb") else {})
+
+    def connect() -> None:
+        engine = create_engine(uri, poolclass=NullPool, connect_args=connect_args)
+        try:
+            with engine.connect() as con:
+                con.execute(text("SELECT 1"))
+        finally:
+            engine.dispose()
+
+    try:
+        within(timeout, connect, name="probe-tracking-database")
+    except TimeoutError:
+        raise PulseError(f"MLflow tracking database {shown} does not answer (it accepts "
+                         f"connections but sent no answer within {timeout:g} s: is it a "
+                         f"database server?). {fix}") from None
+    except ImportError as exc:
+        raise PulseError(f"MLflow tracking database {shown}: the {backend} driver is not "
+                         f"installed ({shorten(exc)}); pip install {driver}.") from None
+    except Exception as exc:  # noqa: BLE001 - any driver failure is the user's setup
+        text_ = str(getattr(exc, "orig", None) or exc).strip()
+        first = text_.splitlines()[0] if text_ else type(exc).__name__
+        if "timeout expired" in first or "timed out" in first.lower():
+            raise PulseError(f"MLflow tracking database {shown} does not answer (it accepts "
+                             f"connections but sent no answer within {timeout:g} s: is it a "
+                             f"database server?). {fix}") from None
+        raise PulseError(f"MLflow tracking database {shown} refused the connection "
+                         f"({shorten(first, 200)}). Check the server, the credentials and the "
+                         "database name in MLFLOW_TRACKING_URI.") from None
+
+
 def bound_http_env(timeout: float) -> None:
     """Bound MLflow's own HTTP waits for this process (unless the user set them).
 
@@ -249,11 +391,16 @@ def check_store(uri: str, explicit: bool, write: bool) -> StoreCheck:
         probe_http(uri, timeout)
         bound_http_env(timeout)
         return StoreCheck(uri, "http")
+    if _database(uri) is not None:
+        probe_database(uri, timeout_s())
+        return StoreCheck(uri, "database")
     folder = _local_dir(uri)
     if folder is not None:
-        if explicit and not folder.exists() and not folder.parent.is_dir():
-            raise _refuse(uri, f"neither {folder} nor its folder {folder.parent} exists (a "
-                          "typo?)", "Fix MLFLOW_TRACKING_URI, or create the folder first.",
+        if explicit and not folder.exists() and not _default_file_store(folder):
+            raise _refuse(uri, f"the folder {folder} does not exist, so this would be a new, "
+                          "empty store (a typo?)",
+                          "Fix MLFLOW_TRACKING_URI, or create the folder first (mkdir -p "
+                          f"{folder}) if you mean to start a new store there.",
                           untouched=False)
         return StoreCheck(uri, "file")
     return StoreCheck(uri, "other")

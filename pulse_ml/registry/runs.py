@@ -221,18 +221,23 @@ class TrialLogger:
             keys.PARENT_RUN: self.parent_run_id, keys.KIND: keys.KIND_TRIAL,
             keys.FAMILY: self.family, keys.TRIAL_STATE: state,
             keys.TRIAL_NUMBER: str(trial.number), keys.NOTE: self.describe(trial)})
-        metrics = [Metric(k, float(v), end, 0)
-                   for k, v in (trial.user_attrs.get("metrics") or {}).items()]
-        for key in ("fold_mse", "fold_mae", "fold_pearson"):
-            metrics += [Metric(key, float(v), end, i)
-                        for i, v in enumerate(trial.user_attrs.get(key) or [])]
-        metrics += [Metric(f"running_{self.objective}", float(v), end, int(step))
-                    for step, v in sorted(trial.intermediate_values.items())]
-        if trial.value is not None:
-            metrics.append(Metric("objective", float(trial.value), end, 0))
-        params = [Param(k, str(v)) for k, v in trial.params.items()]
-        params.append(Param(keys.TRIAL_NUMBER, str(trial.number)))
-        c.log_batch(run.info.run_id, metrics=metrics, params=params)
+        try:
+            metrics = [Metric(k, float(v), end, 0)
+                       for k, v in (trial.user_attrs.get("metrics") or {}).items()]
+            for key in ("fold_mse", "fold_mae", "fold_pearson"):
+                metrics += [Metric(key, float(v), end, i)
+                            for i, v in enumerate(trial.user_attrs.get(key) or [])]
+            metrics += [Metric(f"running_{self.objective}", float(v), end, int(step))
+                        for step, v in sorted(trial.intermediate_values.items())]
+            if trial.value is not None:
+                metrics.append(Metric("objective", float(trial.value), end, 0))
+            params = [Param(k, str(v)) for k, v in trial.params.items()]
+            params.append(Param(keys.TRIAL_NUMBER, str(trial.number)))
+            c.log_batch(run.info.run_id, metrics=metrics, params=params)
+        except BaseException as exc:  # SIGTERM/Ctrl-C or a failed write: never left RUNNING
+            c.set_terminated(run.info.run_id, status="KILLED" if isinstance(
+                exc, KeyboardInterrupt) else "FAILED", end_time=int(time.time() * 1000))
+            raise
         c.set_terminated(run.info.run_id, status=self.STATUS.get(state, "FAILED"), end_time=end)
         self.runs[trial.number] = run.info.run_id
         return run.info.run_id

@@ -75,6 +75,8 @@ def connect(write: bool = True) -> guard.StoreCheck:
     explicit = bool(os.environ.get("MLFLOW_TRACKING_URI")) and uri not in _DEFAULTS
     mlflow.set_tracking_uri(uri)
     mlflow.set_registry_uri(uri)
+    if guard.sqlite_file(uri) is not None:
+        guard.wait_for_locks()  # before MLflow builds its engine: concurrent writers queue
     key = (uri, write)
     if key in _CONNECTED:
         return _CONNECTED[key]

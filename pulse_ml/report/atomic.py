@@ -117,7 +117,8 @@ def staged_outputs(directory: str | os.PathLike[str]) -> Iterator[Path]:
     done = False
     try:
         created = _make_dirs(directory)
-        stage = Path(tempfile.mkdtemp(prefix=".partial-", dir=directory))
+        with signals.deferred():  # a signal between mkdtemp and the assignment would leak it
+            stage = Path(tempfile.mkdtemp(prefix=".partial-", dir=directory))
         yield stage
         with signals.deferred():
             for item in sorted(stage.iterdir()):

@@ -166,14 +166,17 @@ def write_events(sessions: pd.DataFrame, directory: Path, seed: int,
 
     Args:
         sessions: The session table.
-        directory: Output directory (created if needed).
+        directory: Output directory (created if needed). The files are written into a
+            hidden staging folder and renamed into place together: a failure (full disk,
+            Ctrl-C) leaves no partial file and the folder's earlier files unchanged.
         seed: Seed of the template choices and start times.
         limit: Write only the first ``limit`` sessions.
 
     Returns:
         The number of files written.
     """
-    directory.mkdir(parents=True, exist_ok=True)
+    from pulse_ml.report.atomic import staged_outputs
+
     rows = sessions if limit is None else sessions.iloc[: max(int(limit), 0)]
     rng = np.random.default_rng(seed)
     variants = rng.integers(0, 1_000_000, size=len(rows))
@@ -183,7 +186,8 @@ def write_events(sessions: pd.DataFrame, directory: Path, seed: int,
                "git_commit", "git_push", "git_pull", "git_reset", "git_rebase"]
     columns += [c for c in ("user_text",) if c in rows.columns]
     records = rows[columns].to_dict("records")
-    for record, variant, start in zip(records, variants, starts, strict=True):
-        text = session_events(record, int(variant), start)
-        (directory / f"{record['session_id']}.json").write_text(text, encoding="utf-8")
+    with staged_outputs(directory) as stage:  # every file or none; earlier ones stay otherwise
+        for record, variant, start in zip(records, variants, starts, strict=True):
+            text = session_events(record, int(variant), start)
+            (stage / f"{record['session_id']}.json").write_text(text, encoding="utf-8")
     return len(records)

@@ -88,6 +88,12 @@ def _run(*args: str, env: dict | None = None, cwd: Path | None = None, preexec=N
                           preexec_fn=preexec)
 
 
+def _importable(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
 def _file_size_limit(limit: int):
     """preexec_fn: writes beyond ``limit`` bytes fail with EFBIG (a full disk, for real)."""
     def apply() -> None:
@@ -143,6 +149,34 @@ def test_tracking_server_down_fails_fast_and_timeout_is_configurable(small_demo,
     _one_line_error(res, "PULSE_TRACKING_TIMEOUT=abc is not a number of seconds")
 
 
+def test_database_tracking_uri_that_never_answers_fails_within_30_s(small_demo, pulse_home):
+    """postgresql:// tracking URIs were neither probed nor bounded (kind "other")."""
+    pytest.importorskip("psycopg2", reason="psycopg2-binary comes with .[dev] (the scale extra)")
+    with _silent_server() as port:
+        uri = f"postgresql+psycopg2://pulse:secret@127.0.0.1:{port}/mlflow"
+        start = time.perf_counter()
+        res = _run("train", f"data.path={small_demo}", *FAST,
+                   env=_env(MLFLOW_TRACKING_URI=uri), timeout=120)
+        elapsed = time.perf_counter() - start
+    first = _one_line_error(res, "MLflow tracking database postgresql+psycopg2://pulse:***@")
+    assert "sent no answer within 10 s" in first and "PULSE_TRACKING_TIMEOUT" in first
+    assert "secret" not in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    assert elapsed < 30, elapsed
+
+
+def test_database_tracking_probe_connects_for_real(postgres, monkeypatch):
+    """A live PostgreSQL passes the probe; a database that does not exist is one line."""
+    from pulse_ml.errors import PulseError
+    from pulse_ml.registry import guard
+
+    monkeypatch.setenv("PULSE_TRACKING_TIMEOUT", "5")
+    assert guard.check_store(postgres.url("postgres"), explicit=True, write=True).kind \
+        == "database"
+    with pytest.raises(PulseError, match=r"refused the connection \(.*database \"nope\" does "
+                       r"not exist"):
+        guard.check_store(postgres.url("nope"), explicit=True, write=True)
+
+
 def test_optuna_database_that_does_not_answer(small_demo, pulse_home):
     store = pulse_home / "mlruns" / "mlflow.db"
     before = _sha(store)
@@ -151,14 +185,23 @@ def test_optuna_database_that_does_not_answer(small_demo, pulse_home):
     first = _one_line_error(res, "tuning.storage=postgresql://user:***@127.0.0.1")
     assert "does not answer" in first and "secret" not in res.stderr
     assert _sha(store) == before  # refused before any MLflow run started
-    pytest.importorskip("pymysql")
-    with _silent_server() as port:
-        start = time.perf_counter()
-        res = _run("train", f"data.path={small_demo}", *FAST,
-                   f"tuning.storage=mysql+pymysql://u@127.0.0.1:{port}/db", timeout=120)
-        elapsed = time.perf_counter() - start
-    _one_line_error(res, "does not answer within 10 s")
-    assert elapsed < 30, elapsed
+    # A server that accepts and never answers: PostgreSQL (psycopg2 comes with .[dev]), then
+    # MySQL where pymysql is installed (it is not a dependency).
+    drivers = [d for d, module in (("postgresql+psycopg2", "psycopg2"),
+                                   ("mysql+pymysql", "pymysql")) if _importable(module)]
+    assert drivers and drivers[0] == "postgresql+psycopg2", "psycopg2 missing: pip install .[dev]"
+    for driver in drivers:
+        with _silent_server() as port:
+            start = time.perf_counter()
+            res = _run("train", f"data.path={small_demo}", *FAST,
+                       f"tuning.storage={driver}://u@127.0.0.1:{port}/db", timeout=120)
+            elapsed = time.perf_counter() - start
+        first = _one_line_error(res, f"tuning.storage={driver}://u@127.0.0.1:{port}/db")
+        # psycopg2's own connect_timeout fires first ("timeout expired"); pymysql's never does
+        # and the thread bound says "within 10 s".
+        assert "within 10 s" in first or "timeout expired" in first, first
+        assert "(now 10 s)" in first or "within 10 s" in first, first
+        assert elapsed < 30, elapsed
 
 
 # --- 3. never touch a foreign store ----------------------------------------------------------
@@ -234,14 +277,19 @@ def test_read_only_store_still_serves_its_model(registered, small_demo, pulse_ho
 # --- 5. two commands at once on a fresh store ------------------------------------------------
 
 def test_two_trains_at_once_on_a_fresh_store_both_succeed(small_demo, tmp_path):
+    """Two processes create the schema, log 8 trials each and register into one sqlite file.
+
+    Both write trial runs, metrics and model versions at the same moments; each must wait
+    for the other's write transactions (guard.wait_for_locks), not fail "database is locked".
+    """
     store = tmp_path / "fresh"
     store.mkdir()
     uri = f"sqlite:///{store / 'mlflow.db'}"
     env = _env(MLFLOW_TRACKING_URI=uri, PULSE_HOME=str(tmp_path))
     # register=always: under the default (candidates) the later of the two finishes may meet
     # the earlier one's champion and rightly decline to register an equal model.
-    cmd = [sys.executable, "-m", "pulse_ml", "train", f"data.path={small_demo}", *FAST,
-           "register=always"]
+    cmd = [sys.executable, "-m", "pulse_ml", "train", f"data.path={small_demo}",
+           "model=ordinal_logit", "tuning.n_trials=8", "progress=false", "register=always"]
     procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True) for _ in range(2)]
     outs = [p.communicate(timeout=300) for p in procs]
@@ -251,6 +299,21 @@ def test_two_trains_at_once_on_a_fresh_store_both_succeed(small_demo, tmp_path):
     client = mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)
     versions = client.search_model_versions("name='pulse-satisfaction'")
     assert sorted(int(v.version) for v in versions) == [1, 2]
+    exp = client.get_experiment_by_name("pulse-train")
+    families = client.search_runs([exp.experiment_id], "tags.kind = 'family'")
+    assert sorted(r.info.status for r in families) == ["FINISHED", "FINISHED"]
+    assert {v.run_id for v in versions} == {r.info.run_id for r in families}
+    for family in families:
+        assert {"cv_mse", "cv_mae", "cv_pearson", "best_trial"} <= set(family.data.metrics)
+        trials = client.search_runs(
+            [exp.experiment_id], f"tags.kind = 'trial' and tags.mlflow.parentRunId = "
+            f"'{family.info.run_id}'")
+        assert sorted(int(t.data.tags["trial_number"]) for t in trials) == list(range(8))
+        for t in trials:  # every trial complete with its metrics, or pruned with its folds
+            assert t.info.status in ("FINISHED", "KILLED"), t.info.status
+            assert "objective" in t.data.metrics or "running_cv_mse" in t.data.metrics
+            if t.info.status == "FINISHED":
+                assert {"cv_mse", "objective"} <= set(t.data.metrics)
     assert (store / "artifacts").is_dir()  # artifacts beside the database
 
 
@@ -282,6 +345,91 @@ def test_sigterm_during_train_marks_the_run_killed(small_demo, pulse_home):
     assert client.search_model_versions("name='pulse-satisfaction'") == []
 
 
+def _sigterm_when(args: list[str], ready, timeout: float = 180, env: dict | None = None):
+    """Start ``pulse-ml <args>``, poll ``ready()`` every 5 ms, send SIGTERM once it is true.
+
+    Returns (returncode, stderr). Fails when the command ended before ``ready()`` held.
+    """
+    proc = subprocess.Popen([sys.executable, "-m", "pulse_ml", *args], env=env or _env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + timeout
+    try:
+        while not ready():
+            assert proc.poll() is None and time.monotonic() < deadline, \
+                ("the command ended (or took too long) before the moment to signal",
+                 proc.poll(), proc.stderr.read()[-2000:] if proc.poll() is not None else "")
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return proc.returncode, err
+
+
+def _running_runs(db: Path, experiment: str) -> list[str]:
+    """RUNNING runs of ``experiment``, read straight from the sqlite file (fast, read-only)."""
+    import sqlite3
+
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    try:
+        return [row[0] for row in con.execute(
+            "SELECT r.run_uuid FROM runs r JOIN experiments e ON r.experiment_id = "
+            "e.experiment_id WHERE e.name = ? AND r.status = 'RUNNING'", (experiment,))]
+    except sqlite3.OperationalError:  # no such table yet / busy: not ready
+        return []
+    finally:
+        con.close()
+
+
+def test_sigterm_during_infer_leaves_no_partial_outputs_and_no_running_run(
+        registered, small_demo, pulse_home, tmp_path):
+    out = tmp_path / "results"
+    base = ["infer", f"data.path={small_demo}", "permutations=200", f"output={out}"]
+    ok = _run(*base, "log_mlflow=false")
+    assert ok.returncode == 0, ok.stderr
+    before = _tree(out)
+    # 1. SIGTERM while the outputs are being written (the staging folder exists).
+    code, err = _sigterm_when([*base, "seed=3", "log_mlflow=false"],
+                              lambda: any(p.name.startswith(".partial") for p in out.iterdir()))
+    assert code == 143, (code, err[-2000:])
+    assert err.strip().splitlines()[-1] == "terminated (SIGTERM)" and "Traceback" not in err
+    assert _tree(out) == before  # earlier results intact, staging folder removed
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []
+    # 2. SIGTERM while its MLflow run is being logged: the run ends KILLED/FAILED.
+    db = pulse_home / "mlruns" / "mlflow.db"
+    seen: list[str] = []
+
+    def logging_run() -> bool:
+        seen.extend(_running_runs(db, "pulse-infer"))
+        return bool(seen)
+
+    code, err = _sigterm_when([*base, "seed=4", f"output={tmp_path / 'second'}"], logging_run)
+    assert code == 143, (code, err[-2000:])
+    uri = f"sqlite:///{db}"
+    client = mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)
+    assert client.get_run(seen[0]).info.status in ("KILLED", "FAILED")
+    exp = client.get_experiment_by_name("pulse-infer")
+    assert client.search_runs([exp.experiment_id], "attributes.status = 'RUNNING'") == []
+
+
+def test_sigterm_during_extract_leaves_the_earlier_table(tmp_path):
+    src = tmp_path / "chats.jsonl"
+    records = _chat_records(3000)
+    src.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    out = tmp_path / "sessions.jsonl"
+    out.write_text(json.dumps({"session_id": "old", "rating": 3.0}) + "\n")
+    before = _tree(tmp_path)
+    code, err = _sigterm_when(
+        ["extract", f"input={src}", f"out={out}", "progress=false"],
+        lambda: any(".partial" in p.name for p in tmp_path.iterdir()),
+        env=_env(PULSE_HOME=str(tmp_path)))
+    assert code == 143, (code, err[-2000:])
+    assert "Traceback" not in err
+    assert _tree(tmp_path) == before  # no half-written table beside the earlier one
+
+
 def test_full_disk_during_infer_keeps_earlier_results(registered, small_demo, pulse_home,
                                                      tmp_path):
     out = tmp_path / "results"
@@ -295,6 +443,55 @@ def test_full_disk_during_infer_keeps_earlier_results(registered, small_demo, pu
     _one_line_error(res, f"cannot write {out}: file too large")
     assert _tree(out) == before  # no truncated forest.png, no .partial folder
     assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []
+
+
+def _full_disk_keeps(out: Path, first: list[str], again: list[str], limit: int,
+                     env: dict | None = None) -> None:
+    """Run a verb once (it writes ``out``), then again on a full disk: same files, no partial."""
+    ok = _run(*first, env=env)
+    assert ok.returncode == 0, ok.stderr
+    before = _tree(out)
+    assert before and max((out / name).stat().st_size for name in before) > limit, before
+    res = _run(*again, env=env, preexec=_file_size_limit(limit))
+    _one_line_error(res, "file too large")
+    assert f"cannot write {out}" in res.stderr, res.stderr
+    assert _tree(out) == before  # nothing truncated or replaced
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []  # no temp left
+
+
+def test_full_disk_during_audit_keeps_earlier_results(registered, small_demo, tmp_path):
+    out = tmp_path / "audit"
+    args = ["audit", "case_study=plan", f"data.path={small_demo}", "replications=200",
+            "split_half.replications=50", "progress=false", "log_mlflow=false",
+            f"output={out}"]
+    _full_disk_keeps(out, args, [*args, "seed=3"], limit=10_000)
+
+
+def test_full_disk_during_monitor_keeps_earlier_results(registered, small_demo, tmp_path):
+    out = tmp_path / "monitor"
+    args = ["monitor", f"data.path={small_demo}", "log_mlflow=false", f"output={out}"]
+    _full_disk_keeps(out, args, [*args, "alpha=0.1"], limit=20_000)
+
+
+def test_full_disk_during_judge_keeps_earlier_judgments(pulse_home, tmp_path):
+    from pulse_ml.llm.testing import StubLLMServer
+
+    n = 300
+    frame = pd.DataFrame({"session_id": [f"s{i}" for i in range(n)],
+                          "rating": np.resize([4.0, 2.0, 5.0], n),
+                          "transcript": [json.dumps([{"role": "user", "text": f"hi {i}"}])
+                                         for i in range(n)]})
+    path = tmp_path / "t.parquet"
+    frame.to_parquet(path)
+    out = tmp_path / "judge"
+    server = StubLLMServer().start()
+    try:
+        args = ["judge", f"data.path={path}", f"judge.api_base={server.url}",
+                "judge.retries=0", "progress=false", f"output={out}",
+                f"cache_dir={tmp_path / 'cache'}"]
+        _full_disk_keeps(out, args, args, limit=4_000)
+    finally:
+        server.stop()
 
 
 def _chat_records(n: int, seed: int = 0) -> list[dict]:
@@ -316,6 +513,36 @@ def test_full_disk_during_extract_keeps_the_earlier_table(tmp_path):
                env=_env(PULSE_HOME=str(tmp_path)), preexec=_file_size_limit(64_000))
     _one_line_error(res, f"cannot write {out}: file too large")
     assert _tree(tmp_path) == before  # the earlier table is intact, no partial file beside it
+
+
+def test_full_disk_during_extract_labeler_logs_no_run(pulse_home, tmp_path):
+    """The table is written before its MLflow run: a full disk leaves no run without a table.
+
+    The limit (2.5 MB) lets the store (~1.1 MB) grow but not the ~4 MB JSONL table; before,
+    the ``label-local`` run was logged, then the table write failed.
+    """
+    from pulse_ml.llm.testing import StubLLMServer
+
+    src = tmp_path / "chats.jsonl"
+    records = _chat_records(150)
+    for r in records:  # long transcripts: a big table from few LLM calls
+        for m in r["messages"]:
+            m["text"] = " ".join([m["text"]] * 6)
+    src.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    out = tmp_path / "labeled.jsonl"
+    uri = f"sqlite:///{pulse_home / 'mlruns' / 'mlflow.db'}"
+    server = StubLLMServer().start()
+    try:
+        res = _run("extract", f"input={src}", f"out={out}", "labeler=local",
+                   f"labeler.api_base={server.url}", "labeler.retries=0", "progress=false",
+                   f"cache_dir={tmp_path / 'cache'}", preexec=_file_size_limit(2_500_000))
+    finally:
+        server.stop()
+    _one_line_error(res, f"cannot write {out}: file too large")
+    assert not out.exists() and not [p for p in tmp_path.iterdir() if ".partial" in p.name]
+    client = mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)
+    exp = client.get_experiment_by_name("pulse-judge")
+    assert exp is None or client.search_runs([exp.experiment_id]) == []
 
 
 # --- 6. extract: skipped lines, output formats -----------------------------------------------
@@ -384,21 +611,42 @@ def test_infinite_count_and_huge_category_are_data_errors(small_demo, tmp_path):
     assert "(10000 characters)" in res.stderr and len(res.stderr) < 2500
 
 
-def test_paper_category_names_are_accepted(small_demo, pulse_home, tmp_path):
-    paper = {"fix_bugs": "Fix Bugs", "implement_features": "Implement Features",
-             "create_programs_from_scratch": "Create Programs from Scratch",
-             "fix_failing_ci": "Fix Failing Continuous Integration",
-             "fix_merge_conflicts": "Fix Merge Conflicts",
-             "write_documentation": "Write Documentation",
-             "perform_deployments": "Perform Deployments",
-             "perform_data_analysis": "Perform Data Analysis"}
+PAPER_CATEGORIES = {
+    "fix_bugs": "Fix Bugs", "implement_features": "Implement Features",
+    "create_programs_from_scratch": "Create Programs from Scratch",
+    "fix_failing_ci": "Fix Failing Continuous Integration",
+    "fix_merge_conflicts": "Fix Merge Conflicts", "write_documentation": "Write Documentation",
+    "perform_deployments": "Perform Deployments", "perform_data_analysis": "Perform Data Analysis"}
+FEATURE_SETS = sorted(p.stem for p in (REPO / "conf" / "features").glob("*.yaml"))
+
+
+def _paper_table(small_demo, tmp_path) -> Path:
     frame = pd.read_parquet(small_demo)
-    frame["task_category"] = frame["task_category"].map(paper)
+    frame["task_category"] = frame["task_category"].map(PAPER_CATEGORIES)
     frame["user_sentiment"] = frame["user_sentiment"].str.upper()
+    frame["judge_local"] = 3.0  # the all_judge set's columns
+    frame["judge_local_missing"] = 0
     path = tmp_path / "paper.parquet"
     frame.to_parquet(path)
-    res = _run("validate", f"data.path={path}")
+    return path
+
+
+def test_paper_category_names_are_accepted(small_demo, pulse_home, tmp_path):
+    res = _run("validate", f"data.path={_paper_table(small_demo, tmp_path)}")
     assert res.returncode == 0, res.stderr
+
+
+@pytest.mark.parametrize("name", FEATURE_SETS)
+def test_every_feature_set_accepts_the_paper_category_names(name, small_demo, tmp_path):
+    """conf/features/all_text.yaml had no aliases: "Fix Failing Continuous Integration" failed."""
+    from pulse_ml.settings import load_table
+
+    cfg = compose("validate", [f"data.path={_paper_table(small_demo, tmp_path)}",
+                               f"features={name}"])
+    table = load_table(cfg)  # raises DataError on an unknown category
+    if "task_category" in table.features.names:
+        assert sorted(table.frame["task_category"].unique()) == sorted(PAPER_CATEGORIES)
+    assert len(FEATURE_SETS) >= 7 and "all_text" in FEATURE_SETS
 
 
 def test_model_whose_artifacts_were_deleted(registered, small_demo, pulse_home):

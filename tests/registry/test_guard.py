@@ -143,3 +143,100 @@ def test_explain_environment_faults_only():
         RuntimeError("(sqlite3.OperationalError) attempt to write a readonly database"))
     assert faults.explain(ValueError("a real bug")) is None
     assert faults.explain(KeyError("x")) is None
+
+
+def _hold_write_lock(db, seconds: float):
+    """Another process's write transaction on ``db`` for ``seconds`` (a started Timer)."""
+    import threading
+
+    holder = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN EXCLUSIVE")
+
+    def release() -> None:
+        holder.execute("COMMIT")
+        holder.close()
+
+    timer = threading.Timer(seconds, release)
+    timer.start()
+    return timer
+
+
+def test_mlflow_sessions_wait_as_long_as_pulse_says(pulse_home, monkeypatch):
+    """MLflow fixes ``PRAGMA busy_timeout = 20000`` per session; guard.wait_for_locks sets ours.
+
+    With PULSE_SQLITE_BUSY_TIMEOUT=1 a write behind a 3 s lock fails after ~1 s (MLflow's own
+    20 s would have waited and succeeded): the value reaches MLflow's sessions. The default
+    (60 s) is then read back from a real MLflow session.
+    """
+    import mlflow
+    from mlflow.exceptions import MlflowException
+    from sqlalchemy import text
+
+    from pulse_ml.registry import store
+
+    db = pulse_home / "mlruns" / "mlflow.db"
+    monkeypatch.setenv("PULSE_SQLITE_BUSY_TIMEOUT", "1")
+    exp_id = store.setup("pulse-lock-test")
+    client = mlflow.MlflowClient()
+    run_id = client.create_run(exp_id).info.run_id
+    timer = _hold_write_lock(db, 3.0)
+    start = time.perf_counter()
+    try:
+        with pytest.raises(MlflowException, match="database is locked") as info:
+            client.log_metric(run_id, "m", 1.5)
+        failed_after = time.perf_counter() - start
+        assert "longer than PULSE_SQLITE_BUSY_TIMEOUT allows (now 1 s)" in faults.explain(
+            info.value)
+    finally:
+        timer.join()
+    assert 0.8 < failed_after < 2.9, failed_after
+    monkeypatch.delenv("PULSE_SQLITE_BUSY_TIMEOUT")
+    store.connect()  # re-reads the setting
+    timer = _hold_write_lock(db, 2.0)
+    try:
+        client.log_metric(run_id, "m", 2.5)  # waits for the lock, then succeeds
+    finally:
+        timer.join()
+    assert client.get_run(run_id).data.metrics == {"m": 2.5}
+    from mlflow.tracking._tracking_service.utils import _get_store
+
+    with _get_store().ManagedSessionMaker() as session:
+        assert session.execute(text("PRAGMA busy_timeout")).scalar() == 60_000
+
+
+def test_file_store_typo_is_refused_unless_it_is_the_default(tmp_path, monkeypatch):
+    """``MLFLOW_TRACKING_URI=./mlrnus`` (or file:…) whose parent exists used to become a store."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PULSE_HOME", str(tmp_path))
+    for uri in ("./mlrnus", str(tmp_path / "mlrnus"), (tmp_path / "mlrnus").as_uri()):
+        with pytest.raises(PulseError, match=r"mlrnus does not exist.*mkdir -p .*mlrnus"):
+            guard.check_store(uri, explicit=True, write=True)
+        assert not (tmp_path / "mlrnus").exists()
+    assert guard.check_store("./mlruns", explicit=True, write=True).kind == "file"  # MLflow's
+    (tmp_path / "made").mkdir()  # created on purpose first: accepted
+    assert guard.check_store((tmp_path / "made").as_uri(), explicit=True, write=True).kind \
+        == "file"
+    assert guard.check_store("./elsewhere", explicit=False, write=True).kind == "file"
+
+
+@pytest.mark.parametrize("scheme", ["postgresql", "postgresql+psycopg2"])
+def test_database_tracking_store_that_never_answers_fails_in_time(scheme, monkeypatch):
+    """A database URI was kind "other": neither probed nor bounded (MLflow waited forever)."""
+    pytest.importorskip("psycopg2", reason="psycopg2-binary comes with .[dev] (the scale extra)")
+    monkeypatch.setenv("PULSE_TRACKING_TIMEOUT", "1")
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        uri = f"{scheme}://u:secret@127.0.0.1:{silent.getsockname()[1]}/mlflow"
+        start = time.perf_counter()
+        with pytest.raises(PulseError, match=r"accepts connections but sent no answer within "
+                           r"1 s") as info:
+            guard.check_store(uri, explicit=True, write=True)
+        assert time.perf_counter() - start < 4
+    assert "secret" not in str(info.value) and "u:***@127.0.0.1" in str(info.value)
+    with socket.socket() as s:  # nothing listens there any more
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(PulseError, match=r"does not answer \(Connection refused\)"):
+        guard.check_store(f"{scheme}://u@127.0.0.1:{port}/mlflow", explicit=True, write=True)
+

@@ -91,3 +91,64 @@ def test_experiment_description_layout_and_dataset_input(pulse_home):
 def test_study_journal_lives_beside_the_store(pulse_home):
     path = runs.study_storage("lightgbm-all-abc/def")
     assert path == str(pulse_home / "mlruns" / "optuna" / "lightgbm-all-abc_def.journal")
+
+
+def _one_trial():
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    study = optuna.create_study()
+    study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=1)
+    return study.trials[0]
+
+
+class _SigtermOnRead(float):
+    """A metric value that sends this process a real SIGTERM when the logger reads it."""
+
+    def __float__(self) -> float:
+        import os
+        import signal
+
+        os.kill(os.getpid(), signal.SIGTERM)
+        return super().__float__()
+
+
+def test_a_trial_run_interrupted_while_logging_ends_killed_not_running(pulse_home):
+    """A real SIGTERM between create_run and set_terminated: the trial run ends KILLED.
+
+    The signal is sent while the logger builds the run's metrics (after create_run); with
+    signals.install() it is raised there as signals.Terminated, as in ``pulse-ml train``.
+    """
+    import signal
+
+    from pulse_ml import signals
+
+    exp = runs.open_experiment(keys.TRAIN_EXPERIMENT)
+    client = mlflow.MlflowClient()
+    parent = client.create_run(exp, run_name="parent").info.run_id
+    logger = runs.TrialLogger(parent, exp, "toy", "cv_mse")
+    trial = _one_trial()
+    trial.set_user_attr("metrics", {"cv_mse": _SigtermOnRead(0.5)})
+    old = signal.getsignal(signal.SIGTERM)
+    signals.install()
+    try:
+        with pytest.raises(signals.Terminated):
+            logger(trial)
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    trial_runs = client.search_runs([exp], "tags.kind = 'trial'")
+    assert [r.info.status for r in trial_runs] == ["KILLED"]  # was: RUNNING forever
+
+
+def test_a_trial_run_whose_metrics_cannot_be_logged_ends_failed(pulse_home):
+    """A write MLflow refuses (an invalid metric name) after create_run: FAILED, not RUNNING."""
+    from mlflow.exceptions import MlflowException
+
+    exp = runs.open_experiment(keys.TRAIN_EXPERIMENT)
+    client = mlflow.MlflowClient()
+    parent = client.create_run(exp, run_name="parent").info.run_id
+    logger = runs.TrialLogger(parent, exp, "toy", "cv_mse")
+    trial = _one_trial()
+    trial.set_user_attr("metrics", {"cv mse #1?": 0.5})
+    with pytest.raises(MlflowException):
+        logger(trial)
+    trial_runs = client.search_runs([exp], "tags.kind = 'trial'")
+    assert [r.info.status for r in trial_runs] == ["FAILED"]

@@ -91,3 +91,19 @@ def test_event_keys_match_a_real_openhands_stream(tmp_path):
     our_obs = next(e for e in ours if e.get("observation") == "run")
     assert set(our_obs["extras"]) <= set(real_obs["extras"])
     assert set(our_obs["extras"]["metadata"]) <= set(real_obs["extras"]["metadata"])
+
+
+def test_a_failed_write_leaves_the_earlier_event_files(tmp_path):
+    """Every file or none: a row failing midway (here an unknown sentiment, third of four)
+    leaves no partial file and the earlier run's files as they were."""
+    write_events(_sessions(), tmp_path, seed=0)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    bad = _sessions()
+    bad.loc[2, "user_sentiment"] = "furious"
+    with pytest.raises(KeyError):
+        write_events(bad, tmp_path, seed=1)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    fresh = tmp_path / "new"
+    with pytest.raises(KeyError):
+        write_events(bad, fresh, seed=1)
+    assert not fresh.exists()  # the folder this call created is removed again
