@@ -1,4 +1,4 @@
-"""Naive vs prediction-powered (PPI++) effect with 95% CIs for every case study.
+"""Naive vs prediction-powered (PPI++) effect with CIs (95% at alpha=0.05) per case study.
 
 Loads the registered model (``model_uri``, default the ``champion``) and the session table;
 labeled sessions that were in the model's training data get their out-of-fold prediction
@@ -39,7 +39,7 @@ from pulse_ml.inference.effects import (
     effects_frame,
 )
 from pulse_ml.inference.honest import PREDICTION_MODES, honest_data
-from pulse_ml.report.tables import markdown_table, say, text_table
+from pulse_ml.report.tables import level_pct, markdown_table, say, text_table
 from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.readers import load_ground_truth, read_frame
 
@@ -102,7 +102,7 @@ def write_outputs(job: InferJob, effects: pd.DataFrame, results: list[CaseStudyR
                     title=f"Effects in {Path(job.data_path).name} (treatment − control)",
                     subtitle=f"model {meta['model']} (v{meta['model_version']}, "
                              f"{meta['model_family']}), {job.mode} predictions",
-                    invalid=job.mode == "in_sample")
+                    invalid=job.mode == "in_sample", alpha=job.settings.alpha)
         feats = pd.concat([r.features for r in results], ignore_index=True)
         feats.to_csv(out / "features.csv", index=False)
         shifts = [r.shift for r in results if len(r.shift)]
@@ -162,16 +162,18 @@ def _run_link(run_id: str) -> str:
     return runs.run_link(run_id) + (f"\n{hint}" if hint else "")
 
 
-def printable(effects: pd.DataFrame, truth: dict[str, float]) -> pd.DataFrame:
+def printable(effects: pd.DataFrame, truth: dict[str, float],
+              alpha: float = 0.05) -> pd.DataFrame:
     """The terminal view (fits 100 columns): effect [CI] per estimator, CI reduction, p, labels.
 
     Every column is in ``effects.csv``; here the CI reduction is blank on naive rows (it does not
     apply) and labels read ``control/treatment``. With simulated data the true effect and
-    whether the interval covers it are shown beside.
+    whether the interval covers it are shown beside. The header names the interval level of
+    ``alpha`` (0.1 -> "90% CI").
     """
     view = pd.DataFrame({
         "case_study": effects["case_study"], "estimator": effects["estimator"],
-        "effect [95% CI]": [f"{e:+.3f} [{lo:+.3f}, {hi:+.3f}]" for e, lo, hi in
+        f"effect [{level_pct(alpha)}% CI]": [f"{e:+.3f} [{lo:+.3f}, {hi:+.3f}]" for e, lo, hi in
                             zip(effects["effect"], effects["ci_lower"], effects["ci_upper"],
                                 strict=True)],
         "ci_red_%": effects["ci_reduction_pct"].where(effects["estimator"] == "augmented"),
@@ -235,7 +237,7 @@ def run_settings(job: InferJob) -> pd.DataFrame:
         f"'{ensemble.features.name}'); {job.mode} predictions ({n_oof} labeled sessions got "
         "their out-of-fold prediction)")
     if job.print_table:
-        say(text_table(printable(effects, truth), digits=3))
+        say(text_table(printable(effects, truth, job.settings.alpha), digits=3))
     for note in (*table.notes, *honesty_notes):
         say(f"note: {note}")
     if job.settings.reweight:

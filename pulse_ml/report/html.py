@@ -126,6 +126,8 @@ def inference_report(path: Path, effects: pd.DataFrame, meta: Mapping[str, objec
     """
     from jinja2 import Environment
 
+    from pulse_ml.report.tables import level_pct
+
     columns = [c for c in ("case_study", "control", "treatment", "estimator", "effect",
                            "ci_lower", "ci_upper", "ci_reduction_pct", "p_value",
                            "n_labeled_control", "n_labeled_treatment", "n_unlabeled_control",
@@ -148,7 +150,7 @@ def inference_report(path: Path, effects: pd.DataFrame, meta: Mapping[str, objec
         subtitle=(f"model {meta.get('model')} (version {meta.get('model_version')}, "
                   f"{meta.get('model_family')}, features '{meta.get('feature_set')}'); "
                   f"{meta.get('mode')} predictions; data {meta.get('data')}"),
-        level=round(100 * (1 - float(meta.get("alpha", 0.05)))),
+        level=level_pct(float(meta.get("alpha", 0.05))),
         effects_table=_markup(html_table(view, table_id="effects")),
         forest=_image(forest),
         lineage_table=_markup(html_table(pd.DataFrame(

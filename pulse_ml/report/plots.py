@@ -20,12 +20,28 @@ def pyplot():
 
 def forest_plot(effects: pd.DataFrame, path: Path, truth: dict[str, float] | None = None,
                 title: str = "Effect of each design change (treatment - control)",
-                subtitle: str | None = None, invalid: bool = False) -> None:
+                subtitle: str | None = None, invalid: bool = False, alpha: float = 0.05) -> None:
+    """Write :func:`forest_figure` to ``path`` (PNG)."""
+    plt = pyplot()
+    fig = forest_figure(effects, truth, title, subtitle, invalid, alpha)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def forest_figure(effects: pd.DataFrame, truth: dict[str, float] | None = None,
+                  title: str = "Effect of each design change (treatment - control)",
+                  subtitle: str | None = None, invalid: bool = False, alpha: float = 0.05):
     """Naive vs augmented (PPI++) effect with its CI per case study, numbers printed beside.
 
     Each row is labeled "treatment − control" with the arm names; a filled marker means the
     interval excludes 0. ``invalid`` (in-sample predictions) watermarks the figure NOT VALID.
+    The axis names the interval level of ``alpha`` (0.1 -> "90% CI").
+
+    Returns:
+        The matplotlib Figure (the caller saves and closes it).
     """
+    from pulse_ml.report.tables import level_pct
+
     plt = pyplot()
     studies = list(dict.fromkeys(effects["case_study"]))
     height = 2.2 + 0.9 * len(studies)
@@ -59,8 +75,8 @@ def forest_plot(effects: pd.DataFrame, path: Path, truth: dict[str, float] | Non
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_yticks(range(len(studies)), labels, fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel("difference in mean rating (stars), treatment − control, 95% CI; "
-                  "filled = excludes 0", fontsize=8)
+    ax.set_xlabel(f"difference in mean rating (stars), treatment − control, "
+                  f"{level_pct(alpha)}% CI; filled = excludes 0", fontsize=8)
     ax.set_title(title + (f"\n{subtitle}" if subtitle else ""), fontsize=9)
     fig.legend(fontsize=7, loc="lower center", ncol=3, frameon=False,
                bbox_to_anchor=(0.5, 0.0))
@@ -68,8 +84,7 @@ def forest_plot(effects: pd.DataFrame, path: Path, truth: dict[str, float] | Non
         fig.text(0.45, 0.5, "NOT VALID\n(in-sample predictions)", fontsize=34, color="#d62728",
                  alpha=0.25, ha="center", va="center", rotation=20, weight="bold")
     fig.subplots_adjust(left=0.24, right=0.66, top=1 - 0.75 / height, bottom=1.05 / height)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return fig
 
 
 def comparison_plot(frame: pd.DataFrame, path: Path, champion: str | None = None,

@@ -38,3 +38,13 @@ def test_in_sample_report_says_not_valid(tmp_path):
 def test_html_table_blanks_missing_values():
     html = html_table(pd.DataFrame({"a": [1.0, float("nan")], "b": ["x", None]}))
     assert html.count("<td></td>") == 1 and "<td class=\"text\"></td>" in html
+
+
+def test_level_follows_alpha_in_the_page_and_the_terminal_view(tmp_path):
+    from pulse_ml.jobs.infer import printable
+
+    page = inference_report(tmp_path / "r.html", _effects(), {"alpha": 0.1}, {}).read_text()
+    assert "90% intervals" in page and "95%" not in page
+    view = printable(_effects(), {}, alpha=0.1)
+    assert "effect [90% CI]" in view.columns
+    assert "effect [95% CI]" in printable(_effects(), {}).columns
