@@ -111,8 +111,10 @@ def write_outputs(job: InferJob, effects: pd.DataFrame, results: list[CaseStudyR
         pred_shift = pd.concat([r.prediction_shift for r in results
                                 if r.prediction_shift is not None], ignore_index=True)
         pred_shift.to_csv(out / "prediction_shift.csv", index=False)
+        warnings = [f"{name}: {w}" for name, ws in (meta.get("warnings") or {}).items()
+                    for w in ws]  # the same warnings the terminal prints and effects.json keeps
         inference_report(out / "report.html", effects, meta, lineage or {}, out / "forest.png",
-                         feats, shift, valid=job.mode != "in_sample",
+                         feats, shift, warnings=warnings, valid=job.mode != "in_sample",
                          invalid_reason=IN_SAMPLE_WARNING, results_root=job.output.parent)
     return [job.output / n for n in names]
 

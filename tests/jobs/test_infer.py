@@ -167,3 +167,23 @@ def test_plan_estimates_the_users_design_effect(small_demo, pulse_home, register
     n_given = int(given.stdout.split("naive A/B test :")[1].split()[0].replace(",", ""))
     n_est = int(res.stdout.split("naive A/B test :")[1].split()[0].replace(",", ""))
     assert n_given > n_est  # a design effect of 2 needs more labels than the estimated one
+
+
+def test_interval_warnings_reach_report_html(small_demo, pulse_home, registered, tmp_path):
+    """A small arm's warning is printed, kept in effects.json and shown on report.html."""
+    import html
+
+    frame = pd.read_parquet(small_demo)
+    arm = (frame["case_study"] == "plan") & (frame["condition"] == "show-plan")
+    rated = frame.index[arm & frame["rating"].notna()]
+    frame.loc[rated[20:], "rating"] = np.nan  # 20 labeled sessions left (< 30): a warning
+    frame.loc[rated[20:], "n_ratings"] = 0
+    path = tmp_path / "few.parquet"
+    frame.to_parquet(path)
+    out = tmp_path / "infer"
+    _infer(path, f"output={out}", "case_studies=[plan]")
+    warnings = json.loads((out / "effects.json").read_text())["warnings"]["plan"]
+    assert any("treatment arm" in w for w in warnings)
+    page = html.unescape((out / "report.html").read_text())
+    for w in warnings:
+        assert f'class="warning">plan: {w}' in page
