@@ -281,7 +281,8 @@ def run(cfg: Node) -> pd.DataFrame:
         (stage / "comparison.md").write_text(markdown_table(shown) + "\n")
         champ = reference[0].split(" v")[-1] if reference and "champion" in reference[0] \
             else None
-        comparison_plot(table, stage / "comparison.png", champ)
+        comparison_plot(table, stage / "comparison.png", champ,
+                        subtitle=_plot_subtitle(table, reference))
     say(text_table(_terminal_view(shown)))
     say("(the full table, with ± std over folds, MAE and timings: comparison.md / .csv)")
     say(f"ci_red_% = expected CI reduction 1 - sqrt(1 - r² N/(n+N)) at the training data's "
@@ -304,3 +305,10 @@ def run(cfg: Node) -> pd.DataFrame:
         say(f"\n(no other family on the data of {reference[0]} to pair with)")
     say("\nwritten: " + ", ".join(str(p) for p in written))
     return table
+
+
+def _plot_subtitle(table: pd.DataFrame, reference) -> str:
+    """The chart's second title line: which data (fingerprints) and which reference model."""
+    data = sorted({str(d)[:10] for d in table["data"] if str(d)}) or ["unrecorded"]
+    return (f"data fingerprint {', '.join(data[:3])}{' …' if len(data) > 3 else ''}; "
+            f"reference {reference[0] if reference else 'none'}")

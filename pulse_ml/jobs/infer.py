@@ -80,6 +80,12 @@ def settings_from_config(cfg: Node) -> InferJob:
         case_studies=shared.case_study_config(cfg), only=shared.selected_case_studies(cfg))
 
 
+def json_records(frame: pd.DataFrame) -> list[dict]:
+    """Rows as JSON-ready dicts; a value that does not apply (NaN) becomes ``null``."""
+    return [{k: None if isinstance(v, float) and v != v else v for k, v in row.items()}
+            for row in frame.to_dict(orient="records")]
+
+
 def write_outputs(job: InferJob, effects: pd.DataFrame, results: list[CaseStudyResult],
                   meta: dict, truth: dict[str, float],
                   lineage: dict | None = None) -> list[Path]:
@@ -93,7 +99,7 @@ def write_outputs(job: InferJob, effects: pd.DataFrame, results: list[CaseStudyR
     with staged_outputs(job.output) as out:
         effects.to_csv(out / "effects.csv", index=False)
         (out / "effects.json").write_text(json.dumps(
-            {**meta, "effects": effects.to_dict(orient="records")}, indent=2, default=str))
+            {**meta, "effects": json_records(effects)}, indent=2, default=str))
         header = f"# Effects ({meta['mode']} predictions, model {meta['model']})\n\n"
         if job.mode == "in_sample":
             header += f"> {IN_SAMPLE_WARNING}\n\n"
@@ -147,7 +153,8 @@ def log_run(job: InferJob, effects: pd.DataFrame, files: list[Path], version, me
         metrics=metrics, files=files, model_version=version,
         dataset=None if raw is None else {
             "frame": raw, "source": job.data_path, "name": Path(job.data_path).stem,
-            "fingerprint": data_fingerprint(raw, list(raw.columns))},
+            "fingerprint": meta.get("data_fingerprint")
+            or data_fingerprint(raw, list(raw.columns))},
         description=(f"{job.mode} PPI++ vs naive effects of {effects['case_study'].nunique()} "
                      f"case stud{'y' if effects['case_study'].nunique() == 1 else 'ies'} with "
                      f"model `{job.model_uri}` (version {meta['model_version']}, "
@@ -168,17 +175,17 @@ def printable(effects: pd.DataFrame, truth: dict[str, float],
               alpha: float = 0.05) -> pd.DataFrame:
     """The terminal view (fits 100 columns): effect [CI] per estimator, CI reduction, p, labels.
 
-    Every column is in ``effects.csv``; here the CI reduction is blank on naive rows (it does not
-    apply) and labels read ``control/treatment``. With simulated data the true effect and
-    whether the interval covers it are shown beside. The header names the interval level of
-    ``alpha`` (0.1 -> "90% CI").
+    Every column is in ``effects.csv``; the CI reduction is blank on naive rows (it does not
+    apply, NaN in the files) and labels read ``control/treatment``. With simulated data the
+    true effect and whether the interval covers it are shown beside. The header names the
+    interval level of ``alpha`` (0.1 -> "90% CI").
     """
     view = pd.DataFrame({
         "case_study": effects["case_study"], "estimator": effects["estimator"],
         f"effect [{level_pct(alpha)}% CI]": [f"{e:+.3f} [{lo:+.3f}, {hi:+.3f}]" for e, lo, hi in
                             zip(effects["effect"], effects["ci_lower"], effects["ci_upper"],
                                 strict=True)],
-        "ci_red_%": effects["ci_reduction_pct"].where(effects["estimator"] == "augmented"),
+        "ci_red_%": effects["ci_reduction_pct"],  # blank (NaN) on naive rows
         "p": effects["p_value"],
         "labels": [f"{c}/{t}" for c, t in zip(effects["n_labeled_control"],
                                               effects["n_labeled_treatment"], strict=True)],
@@ -198,6 +205,7 @@ def run(cfg: Node) -> pd.DataFrame:
 def run_settings(job: InferJob) -> pd.DataFrame:
     """Infer with typed settings (``pipeline`` calls this directly)."""
     from pulse_ml.registry import models, store
+    from pulse_ml.report.html import run_identity
 
     models.require_store(job.model_uri)  # "no model" is said before any data is read
     raw = read_frame(job.data_path)  # bad files fail before the model loads
@@ -226,7 +234,8 @@ def run_settings(job: InferJob) -> pd.DataFrame:
             "notes": list(table.notes) + honesty_notes, "true_effects": truth or None,
             "warnings": {r.study.name: list(r.comparison.warnings) for r in results
                          if r.comparison.warnings},
-            "valid_intervals": job.mode == "crossfit"}
+            "valid_intervals": job.mode == "crossfit",
+            **run_identity(version, raw)}
     tags = {} if version is None else dict(version.tags or {})
     lineage = {"model_uri": job.model_uri, "version": meta["model_version"],
                "family": ensemble.family, "feature_set": ensemble.features.name,

@@ -48,6 +48,7 @@ from pulse_ml.inference.monitor import (
     printable,
     stop_lines,
 )
+from pulse_ml.report.html import run_identity
 from pulse_ml.report.tables import say, text_table
 from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.readers import read_frame
@@ -195,7 +196,7 @@ def run_settings(job: MonitorJob) -> Monitoring:
             "n_labeled_with_oof": data.n_with_oof,
             "first_day": {s.name: str(d.date()) for s, d in
                           zip(result.data.studies, result.data.first_day, strict=True)},
-            "notes": [*table.notes, *data.notes, *result.notes]}
+            "notes": [*table.notes, *data.notes, *result.notes], **run_identity(version, raw)}
     files = write_outputs(job, result, meta)
     run_id = log_run(job, result, files, version, meta) if job.log_mlflow else None
     say(f"model {job.model_uri} (version {meta['model_version']}, {ensemble.family}, features "

@@ -88,8 +88,10 @@ def forest_figure(effects: pd.DataFrame, truth: dict[str, float] | None = None,
 
 
 def comparison_plot(frame: pd.DataFrame, path: Path, champion: str | None = None,
-                    source: str = "experiment pulse-train") -> None:
+                    source: str = "experiment pulse-train", subtitle: str | None = None):
     """Bar chart of out-of-fold Pearson r (± std over folds) per family / judge.
+
+    ``subtitle`` (a second title line) names the data and the reference model.
 
     The champion's bar (``frame["version"] == champion``) is outlined and labeled; the legend
     lists only the kinds present.
@@ -120,16 +122,24 @@ def comparison_plot(frame: pd.DataFrame, path: Path, champion: str | None = None
     ax.set_xticks(range(len(frame)), labels, fontsize=8)
     ax.set_ylabel("out-of-fold Pearson r")
     ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_title(f"Satisfaction predictors in {source}: out-of-fold r ± std over CV folds",
-                 fontsize=10)
+    ax.set_title(f"Satisfaction predictors in {source}: out-of-fold r ± std over CV folds"
+                 + (f"\n{subtitle}" if subtitle else ""), fontsize=10 if not subtitle else 9)
     ax.legend(handles=handles, fontsize=8, loc="best")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+    return fig  # closed, but its artists stay readable (tests)
 
 
-def agreement_chart(summary: pd.DataFrame, path: Path, ties: str) -> None:
-    """Per-category agreement bars (one colour per predictor) with Wilson error bars."""
+def agreement_chart(summary: pd.DataFrame, path: Path, ties: str, alpha: float = 0.05,
+                    subtitle: str | None = None):
+    """Per-category agreement bars (one colour per predictor) with Wilson error bars.
+
+    The title names the Wilson level of ``alpha``; ``subtitle`` names the pairs, sessions and
+    predictors (models) the chart comes from.
+    """
+    from pulse_ml.report.tables import level_pct
+
     plt = pyplot()
 
     cats = list(dict.fromkeys(summary["category"]))
@@ -148,15 +158,21 @@ def agreement_chart(summary: pd.DataFrame, path: Path, ties: str) -> None:
                   rotation=30, ha="right", fontsize=8)
     ax.set_ylim(0, 100)
     ax.set_ylabel("agreement with human preference (%)")
-    ax.set_title(f"Pairwise agreement per category (95% Wilson; ties={ties})", fontsize=9)
+    ax.set_title(f"Pairwise agreement per category ({level_pct(alpha)}% Wilson; ties={ties})"
+                 + (f"\n{subtitle}" if subtitle else ""), fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+    return fig  # closed, but its artists stay readable (tests)
 
 
-def task_delta_scatter(deltas: pd.DataFrame, corr: pd.DataFrame, path: Path) -> None:
-    """Delta_H vs Delta_B, one panel per comparison, points labeled by benchmark."""
+def task_delta_scatter(deltas: pd.DataFrame, corr: pd.DataFrame, path: Path,
+                       subtitle: str | None = None):
+    """Delta_H vs Delta_B, one panel per comparison, points labeled by benchmark.
+
+    ``subtitle`` (the figure's title) names the data and model the deltas come from.
+    """
     plt = pyplot()
 
     names = list(dict.fromkeys(deltas["comparison"]))
@@ -190,9 +206,12 @@ def task_delta_scatter(deltas: pd.DataFrame, corr: pd.DataFrame, path: Path) -> 
         ax.set_xlabel("Delta_B: benchmark change (%)")
         ax.set_ylabel("Delta_H: human rating change (% of control)")
         ax.legend(fontsize=7, loc="best")
+    if subtitle:
+        fig.suptitle(subtitle, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+    return fig  # closed, but its artists stay readable (tests)
 
 
 def monitor_plot(frame: pd.DataFrame, stops: pd.DataFrame, path: Path, title: str) -> None:

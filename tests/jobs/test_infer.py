@@ -36,6 +36,16 @@ def test_infer_from_champion_writes_results_and_logs(small_demo, pulse_home, reg
         assert (out / name).is_file(), name
     meta = json.loads((out / "effects.json").read_text())
     assert meta["model_version"] == registered.version and meta["valid_intervals"]
+    # The CI reduction does not apply to naive rows: null in JSON, blank in CSV and Markdown.
+    red = {r["estimator"]: r["ci_reduction_pct"] for r in meta["effects"]}
+    assert red["naive"] is None and isinstance(red["augmented"], float)
+    csv = pd.read_csv(out / "effects.csv")
+    assert csv.loc[csv["estimator"] == "naive", "ci_reduction_pct"].isna().all()
+    assert csv.loc[csv["estimator"] == "augmented", "ci_reduction_pct"].notna().all()
+    md = [line.split("|") for line in (out / "effects.md").read_text().splitlines()
+          if line.startswith("| ")]
+    col = [c.strip() for c in md[0]].index("ci_reduction_pct")
+    assert {r[col].strip() for r in md[1:] if r[4].strip() == "naive"} == {""}
     assert meta["n_labeled_with_oof"] == int(pd.read_parquet(small_demo)["rating"].notna().sum())
     exp = mlflow.MlflowClient().get_experiment_by_name("pulse-infer")
     runs = mlflow.search_runs([exp.experiment_id])
