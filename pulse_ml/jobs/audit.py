@@ -94,6 +94,7 @@ def run(cfg: Node):
 
     job = settings_from_config(cfg)
     name, mode, settings = job.case_study, job.mode, job.settings
+    models.require_model(job.model_uri)  # "no model" is said before any data is read
     raw = read_frame(job.data_path)
     ensemble, version = models.load_model(job.model_uri)
     data = honest_data(raw, job.data_path, ensemble, job.case_studies, [name], mode)

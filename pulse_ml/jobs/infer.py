@@ -4,11 +4,11 @@ Loads the registered model (``model_uri``, default the ``champion``) and the ses
 labeled sessions that were in the model's training data get their out-of-fold prediction
 (honest, cross-fitted), all other sessions the mean of the fold models. For each case study
 (configured in conf/catalog/case_studies/ or found in the data with exactly two conditions) it
-reports the
-naive difference of labeled means (permutation p-value) and the PPI++ effect (power-tuned
-lambda per arm, cluster-robust by user), the CI reduction, the feature comparison per arm and the
-labeled-vs-unlabeled shift. Writes effects.{json,csv,md}, forest.png, features.csv and
-label_shift.csv to ``output`` and logs everything to MLflow experiment pulse-infer.
+reports the naive difference of labeled means (permutation p-value) and the PPI++ effect (the
+two arms' lambdas chosen jointly to minimize the effect's variance; cluster-robust by user), the
+CI reduction, the feature comparison per arm and the labeled-vs-unlabeled shift. Writes
+effects.{json,csv,md}, forest.png, features.csv, label_shift.csv and report.html to ``output``
+and logs everything to MLflow experiment pulse-infer.
 
 ``ppi.predictions=in_sample`` reproduces the paper (labeled sessions predicted by a model that
 was trained on them): its intervals are too narrow and NOT valid.
@@ -207,7 +207,7 @@ def run_settings(job: InferJob) -> pd.DataFrame:
     from pulse_ml.registry import models, store
     from pulse_ml.report.html import run_identity
 
-    models.require_store(job.model_uri)  # "no model" is said before any data is read
+    models.require_model(job.model_uri)  # "no model" is said before any data is read
     raw = read_frame(job.data_path)  # bad files fail before the model loads
     if job.log_mlflow:
         store.connect(write=True)  # a read-only store fails now, not after the work

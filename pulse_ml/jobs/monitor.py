@@ -180,6 +180,7 @@ def run_settings(job: MonitorJob) -> Monitoring:
     """Monitor with typed settings: every check runs before anything is written or logged."""
     from pulse_ml.registry import models
 
+    models.require_model(job.model_uri)  # "no model" is said before any data is read
     raw = read_frame(job.data_path)  # bad files fail before the model loads
     ensemble, version = models.load_model(job.model_uri)
     data = honest_data(raw, job.data_path, ensemble, job.case_studies, job.only, "crossfit")

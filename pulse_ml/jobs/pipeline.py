@@ -100,7 +100,7 @@ def run(cfg: Node) -> dict:
     print()
     print(text_table(infer_job.printable(effects, truth, infer_settings.settings.alpha)))
     aug = effects[effects["estimator"] == "augmented"]
-    print(f"\nmean CI reduction {aug['ci_reduction_pct'].mean():.1f}% over "
-          f"{len(aug)} case studies; results in {cfg.infer.output}; "
-          f"{time.perf_counter() - start:.0f} s in all")
+    say(f"\nmean CI reduction {aug['ci_reduction_pct'].mean():.1f}% over "
+        f"{len(aug)} case studies; {time.perf_counter() - start:.0f} s in all; results in "
+        f"{cfg.infer.output}")
     return {"families": fams, "effects": effects}
