@@ -2,7 +2,7 @@
 
 Pure with respect to I/O: takes a validated :class:`SessionTable` and a prediction per session
 and returns typed results. The honest predictions come from
-:meth:`CrossFitEnsemble.honest_predict` (see ``design.md``: cross-fitted predictions).
+:meth:`CrossFitEnsemble.honest_predict` (the project's design card: cross-fitted predictions).
 """
 
 from __future__ import annotations

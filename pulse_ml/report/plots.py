@@ -215,7 +215,7 @@ def task_delta_scatter(deltas: pd.DataFrame, corr: pd.DataFrame, path: Path,
 
 
 def monitor_plot(frame: pd.DataFrame, stops: pd.DataFrame, path: Path, title: str) -> None:
-    """Fixed 95% interval and confidence sequence over the days, naive and PPI++.
+    """Fixed interval and confidence sequence over the days, naive and augmented (PPI++).
 
     One row per case study, one column per estimator: the sequence as a light band, the fixed
     interval as a darker band inside it, the effect as a line, the zero line, and a dashed
@@ -226,7 +226,7 @@ def monitor_plot(frame: pd.DataFrame, stops: pd.DataFrame, path: Path, title: st
 
     studies = list(dict.fromkeys(frame["case_study"]))
     panels = (("naive", "naive (labeled only)", "#7f7f7f"),
-              ("augmented", "PPI++ (with predictions)", "#1f77b4"))
+              ("augmented", "augmented = PPI++ (labels + predictions)", "#1f77b4"))
     fig, axes = plt.subplots(len(studies), 2, figsize=(10, 2.6 * len(studies) + 0.8),
                              squeeze=False, sharex="row", sharey="row")
     for row, study in zip(axes, studies, strict=True):
