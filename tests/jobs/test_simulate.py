@@ -76,7 +76,7 @@ def test_short_summary_by_default_and_flags_read_as_flags(tmp_path):
     assert "prevalence git_push" not in proc.stdout and "verbose=true" in proc.stdout
     assert not (out / "events").exists()
     for override, message in (("events=maybe", "events='maybe' is not true or false"),
-                              ("verbose=2", "verbose=2 is not true or false"),
+                              ("verbose=sometimes", "verbose='sometimes' is not true or false"),
                               ("events_limit=abc", "events_limit='abc' is not a whole number")):
         proc = subprocess.run([*_cli(), "simulate", f"out={tmp_path / 'x'}", override, *SMALL],
                               capture_output=True, text=True, timeout=120)
