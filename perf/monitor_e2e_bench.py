@@ -115,7 +115,7 @@ def _one_seed(seed: int, scale: float, base) -> tuple[pd.DataFrame, dict]:
 def main() -> None:
     """Print the timing table and the demo stopping-day table as markdown."""
     from pulse_ml.config import compose
-    from pulse_ml.simulate.demo import settings_from_config
+    from pulse_ml.settings import simulator_settings as settings_from_config
     from pulse_ml.stats import plan_monitoring
 
     seeds = int(sys.argv[1]) if len(sys.argv) > 1 else 20

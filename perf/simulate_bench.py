@@ -16,7 +16,7 @@ CHILD = r"""
 import json, resource, sys, time, tempfile
 from pathlib import Path
 from pulse_ml.config import compose
-from pulse_ml.simulate.demo import settings_from_config
+from pulse_ml.settings import simulator_settings as settings_from_config
 from pulse_ml.simulate.events import write_events
 from pulse_ml.simulate.generator import simulate
 events = sys.argv[1] == "1"

@@ -22,7 +22,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "train": ("pulse_ml.jobs.train", "tune a model family (Optuna, 5-fold CV), log and register"),
     "promote": ("pulse_ml.jobs.promote", "move the `champion` alias to a model version by hand"),
     "compare": ("pulse_ml.jobs.compare", "table of every family and LLM judge in the experiment"),
-    "infer": ("pulse_ml.jobs.infer", "naive vs PPI++ effects with 95% CIs per case study"),
+    "infer": ("pulse_ml.jobs.infer", "naive vs PPI++ effects and intervals per case study"),
     "monitor": ("pulse_ml.jobs.monitor", "anytime-valid daily monitoring: the day a test is "
                 "conclusive"),
     "audit": ("pulse_ml.jobs.audit", "hide labels many times to check the intervals' coverage"),
@@ -107,6 +107,8 @@ def main(argv: list[str] | None = None) -> None:
         from pulse_ml.config import compose, expand_sweeps, to_yaml
 
         jobs = expand_sweeps(overrides) if multirun else [overrides]
+        for job in jobs[1:]:  # every combination of a sweep is checked before the first runs
+            quick_check(verb, job)
         if show_help or show_cfg:
             if show_help:
                 from pulse_ml.config import defaults_of, group_options
@@ -124,11 +126,14 @@ def main(argv: list[str] | None = None) -> None:
                 print("composed config (override any key with key=value):\n")
             print(to_yaml(compose(verb, jobs[0])))
             return
+        configs = [compose(verb, job) for job in jobs]  # every combination before the first run
         module = importlib.import_module(VERBS[verb][0])
-        for i, job in enumerate(jobs):
+        if len(configs) > 1 and hasattr(module, "settings_from_config"):
+            for cfg in configs:  # a bad value in a later combination fails before any run
+                module.settings_from_config(cfg)
+        for i, (job, cfg) in enumerate(zip(jobs, configs, strict=True)):
             if len(jobs) > 1:
                 print(f"\n[{i + 1}/{len(jobs)}] pulse-ml {verb} {' '.join(job)}")
-            cfg = compose(verb, job)
             start = time.perf_counter()
             module.run(cfg)
             if len(jobs) > 1:

@@ -21,6 +21,11 @@ from pulse_ml.paths import conf_dir, project_root
 
 # Config groups whose value may also be a path to a YAML file outside the package.
 _FILE_GROUPS = ("features", "model", "judge", "labeler")
+# Groups whose values are passed through free-form (estimator and feature options): not
+# type-checked by quick_check.
+_FREE_GROUPS = ("features", "model")
+# Numeric settings that also take a word (checked by the job).
+_WORDS = {("plan", "design_effect"): ("estimate",)}
 MISSING = "???"
 
 
@@ -227,8 +232,13 @@ def quick_check(verb: str, overrides: list[str]) -> None:
     keys = _flat_keys(tree)
     for item in overrides:
         key, sep, value = item.partition("=")
-        if not sep or key.startswith(("+", "~")) or key.split(".")[0] in _FILE_GROUPS and "." \
-                in key:
+        if not sep or key.startswith(("+", "~")):
+            continue
+        if key.split(".")[0] in _FILE_GROUPS and "." in key:  # the group may be a YAML file
+            problem = (key in keys and key.split(".")[0] not in _FREE_GROUPS
+                       and _type_problem(verb, key, value, _select(tree, key)))
+            if problem:
+                raise PulseError(problem)
             continue
         if key in groups:
             if value.endswith((".yaml", ".yml")) or value in group_options(key):
@@ -239,6 +249,10 @@ def quick_check(verb: str, overrides: list[str]) -> None:
                              f"option.{hint} Available options in '{key}': "
                              f"{', '.join(group_options(key))} (or a YAML file path).")
         if key in keys or any(k.startswith(f"{key}.") for k in keys):
+            if key.split(".")[0] not in _FREE_GROUPS:
+                problem = _type_problem(verb, key, value, _select(tree, key))
+                if problem:
+                    raise PulseError(problem)
             continue
         parent = key.rsplit(".", 1)[0] if "." in key else ""
         if parent and parent in keys and not isinstance(_select(tree, parent), Mapping):
@@ -247,6 +261,42 @@ def quick_check(verb: str, overrides: list[str]) -> None:
         hint = f" Did you mean {close[0]}?" if close else ""
         raise PulseError(f"pulse-ml {verb}: cannot compose the config: unknown key '{key}'.{hint} "
                          f"`pulse-ml {verb} --help` lists the keys (prefix + to add a new one).")
+
+
+def _type_problem(verb: str, key: str, value: str, default: Any) -> str | None:
+    """Why ``key=value`` cannot be the type of its YAML default (a flag or a number), or None.
+
+    Only the type is checked here (in milliseconds, before Hydra is imported); the job's
+    settings check the range. null and interpolations are left to the job.
+    """
+    text_value = value.strip().strip("'\"")
+    if text_value.lower() in ("null", "none", "~", "") or "${" in text_value \
+            or text_value in _WORDS.get((verb, key), ()):
+        return None
+    if isinstance(default, bool):
+        if text_value.lower() in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+            return None
+        return f"pulse-ml {verb}: {key}={shorten(repr(text_value))} is not true or false."
+    if isinstance(default, int | float):
+        try:
+            number = float(text_value)
+        except ValueError:
+            number = None
+        if number is not None and number == number:
+            return None
+        kind = "a whole number" if isinstance(default, int) and _whole_only(key) else "a number"
+        return (f"pulse-ml {verb}: {key}={shorten(repr(text_value))} is not {kind} (default "
+                f"{default}); `pulse-ml {verb} --help` shows every key with its default.")
+    return None
+
+
+def _whole_only(key: str) -> bool:
+    """Keys that count something (their settings refuse fractions)."""
+    leaf = key.rsplit(".", 1)[-1]
+    return leaf in ("seed", "n_trials", "n_splits", "workers", "replications", "permutations",
+                    "n_boot", "concurrency", "retries", "max_sessions", "max_tokens",
+                    "max_input_tokens", "n_labeled", "days", "events_limit", "mc_sessions",
+                    "labeled_per_arm", "min_labeled_per_arm") or leaf.startswith("n_")
 
 
 def _select(tree: Mapping[str, Any], dotted: str) -> Any:

@@ -1,4 +1,4 @@
-"""Typed objects several verbs read from their config: the feature set and the case studies.
+"""Typed objects several verbs read from their config: feature set, case studies, simulator.
 
 Each verb's own settings dataclass is built in its job module; this module holds the pieces they
 share, so the feature-set and case-study keys are read the same way everywhere.
@@ -6,9 +6,14 @@ share, so the feature-set and case-study keys are read the same way everywhere.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pulse_ml.config import Node, names
 from pulse_ml.sessions.case_studies import CaseStudy, load_configured
 from pulse_ml.sessions.feature_sets import FeatureSet, feature_set_from_mapping
+
+if TYPE_CHECKING:
+    from pulse_ml.simulate.generator import SimulateSettings
 
 
 def feature_set(cfg: Node) -> FeatureSet:
@@ -33,3 +38,78 @@ def load_table(cfg: Node, path: str | None = None):
 
     return load_sessions(path or cfg.data.path, feature_set(cfg), case_study_config(cfg),
                          selected_case_studies(cfg))
+
+
+def simulator_settings(cfg: Node) -> SimulateSettings:
+    """The simulator's frozen ``SimulateSettings`` from a composed ``simulate`` config.
+
+    Shared by ``simulate`` and by ``train``/``pipeline`` (which create the demo data on first
+    use); every key is read once, with a message naming it when it is wrong.
+    """
+    from pulse_ml.config import load_yaml, number
+    from pulse_ml.errors import PulseError
+    from pulse_ml.paths import catalog_dir
+    from pulse_ml.simulate.generator import CaseStudySpec, SimulateSettings
+
+    specs = []
+    for name, effect in (cfg.get("effects") or {}).items():
+        path = catalog_dir("case_studies") / f"{name}.yaml"
+        if not path.is_file():
+            known = sorted(p.stem for p in (catalog_dir("case_studies")).glob("*.yaml"))
+            raise PulseError(f"pulse-ml simulate: effects.{name}: no case study {path}. "
+                             f"Known: {', '.join(known)}; remove the key or add the YAML file.")
+        case = load_yaml(path)
+        try:
+            value = float(effect)
+        except (TypeError, ValueError):
+            raise PulseError(f"pulse-ml simulate: effects.{name}={effect!r} is not a number "
+                             f"(rating units, e.g. 0.05).") from None
+        specs.append(CaseStudySpec(str(case.get("name", name)), str(case["control"]),
+                                   str(case["treatment"]), value))
+    v = "simulate"
+
+    def user(key: str, default: float) -> float:
+        if cfg.select(f"users.{key}") is None:
+            return default
+        return number(cfg, f"users.{key}", v, 0, None)
+
+    return SimulateSettings(
+        seed=number(cfg, "seed", v, integer=True),
+        n_labeled=number(cfg, "n_labeled", v, 1, None, integer=True),
+        unlabeled_ratio=number(cfg, "unlabeled_ratio", v, 0, None),
+        signal=number(cfg, "signal", v), mean_rating=number(cfg, "mean_rating", v, 1, 5),
+        case_studies=tuple(specs),
+        labeled_per_arm=number(cfg, "labeled_per_arm", v, 1, None, integer=True),
+        min_labeled_per_arm=number(cfg, "min_labeled_per_arm", v, 0, None, integer=True),
+        default_condition=str(cfg.default_condition),
+        extra_sessions_mean=user("extra_sessions_mean", 1.4),
+        extra_sessions_dispersion=user("extra_sessions_dispersion", 0.25),
+        rater_sd=user("rater_sd", 1.0),
+        label_message_elasticity=number(cfg, "label_message_elasticity", v),
+        feature_shift_scale=number(cfg, "feature_shift_scale", v),
+        mc_sessions=number(cfg, "mc_sessions", v, 1, None, integer=True),
+        days=number(cfg, "days", v, 1, None, integer=True) if "days" in cfg else 21,
+        start_date=_start_date(cfg),
+        text_signal=(number(cfg, "text_signal", v, 0, None)
+                     if cfg.select("text_signal") is not None else 0.5),
+    )
+
+
+def default_simulator_settings(out) -> SimulateSettings:
+    """``conf/simulate.yaml``'s settings (the demo data) with ``out`` as the output folder."""
+    from pulse_ml.config import compose
+
+    return simulator_settings(compose("simulate", [f"out={out}"]))
+
+
+def _start_date(cfg: Node) -> str:
+    import pandas as pd
+
+    from pulse_ml.errors import PulseError
+
+    raw = cfg.get("start_date", "2025-06-02")
+    try:
+        return pd.Timestamp(str(raw)).strftime("%Y-%m-%d")
+    except (TypeError, ValueError):
+        raise PulseError(f"pulse-ml simulate: start_date={raw!r} is not a date; use YYYY-MM-DD, "
+                         "e.g. start_date=2025-06-02.") from None

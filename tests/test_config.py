@@ -68,3 +68,28 @@ def test_quick_check_catches_typos_without_hydra_and_lets_valid_overrides_pass()
         quick_check("train", ["tuning.ntrials=5"])
     with pytest.raises(PulseError, match="Did you mean model=lightgbm"):
         quick_check("train", ["model=lightgbn"])
+
+
+@pytest.mark.parametrize("verb,override,message", [
+    ("train", "tuning.n_trials=five", "tuning.n_trials='five' is not a whole number (default"),
+    ("infer", "alpha=x", "alpha='x' is not a number (default 0.05)"),
+    ("simulate", "events=maybe", "events='maybe' is not true or false"),
+    ("judge", "judge.timeout=soon", "judge.timeout='soon' is not a number"),
+    ("plan", "design_effect=lots", "design_effect='lots' is not a number"),
+])
+def test_quick_check_refuses_values_of_the_wrong_type(verb, override, message):
+    from pulse_ml.config import quick_check
+
+    with pytest.raises(PulseError) as err:
+        quick_check(verb, [override])
+    assert message in str(err.value) and f"pulse-ml {verb}: " in str(err.value)
+
+
+def test_quick_check_leaves_nulls_words_and_estimator_options_to_the_job():
+    from pulse_ml.config import quick_check
+
+    for verb, override in (("plan", "design_effect=estimate"), ("judge", "judge.temperature=null"),
+                           ("train", "model.estimator.max_features=sqrt"),
+                           ("train", "tuning.n_trials=2.0"), ("infer", "alpha=1e-2"),
+                           ("simulate", "events=no"), ("train", "seed=${oc.env:SEED,0}")):
+        quick_check(verb, [override])  # no error

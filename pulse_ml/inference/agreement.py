@@ -30,11 +30,11 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.stats import norm
 
 from pulse_ml.errors import DataError
+from pulse_ml.sessions.table import bad_values, where_rows
 
 PREFERENCES = {"a": 1, "b": -1, "tie": 0}
 PAIR_COLUMNS = ("pair_id", "session_a", "session_b", "preference")
 ALL = "(all)"
-_SHOW = 5
 
 
 def wilson_interval(successes: ArrayLike, n: ArrayLike, alpha: float = 0.05) -> \
@@ -173,19 +173,7 @@ def agreement_table(categories: ArrayLike, outcomes: Mapping[str, Mapping[str, A
 
 
 def _rows(frame: pd.DataFrame, mask: ArrayLike) -> str:
-    idx = np.flatnonzero(np.asarray(mask))
-    parts = []
-    for i in idx[:_SHOW]:
-        pid = frame["pair_id"].iloc[i] if "pair_id" in frame else None
-        parts.append(f"row {i + 1}" + (f" (pair_id={pid})" if pid is not None
-                                       and not pd.isna(pid) else ""))
-    more = f" and {len(idx) - _SHOW} more" if len(idx) > _SHOW else ""
-    return f"{len(idx)} row(s): {', '.join(parts)}{more}"
-
-
-def _values(series: pd.Series, mask: ArrayLike) -> str:
-    vals = pd.unique(series[np.asarray(mask)].astype(str))[:_SHOW]
-    return ", ".join(repr(v) for v in vals)
+    return where_rows(frame, mask, id_column="pair_id")
 
 
 def validate_pairs(frame: pd.DataFrame, path: str, session_ids: Sequence[str],
@@ -225,19 +213,19 @@ def validate_pairs(frame: pd.DataFrame, path: str, session_ids: Sequence[str],
                             "or drop those rows.")
     dup = out["pair_id"].duplicated(keep=False).to_numpy() & out["pair_id"].notna().to_numpy()
     if dup.any():
-        problems.append(f"column 'pair_id': duplicate ids ({_values(out['pair_id'], dup)}) in "
+        problems.append(f"column 'pair_id': duplicate ids ({bad_values(out['pair_id'], dup)}) in "
                         f"{_rows(frame, dup)}. Each pair must appear once.")
     pref = out["preference"].str.lower()
     bad = (pref.notna() & (pref != "") & ~pref.isin(list(PREFERENCES))).to_numpy()
     if bad.any():
-        problems.append(f"column 'preference': values {_values(out['preference'], bad)} in "
+        problems.append(f"column 'preference': values {bad_values(out['preference'], bad)} in "
                         f"{_rows(frame, bad)}. Use a (session_a preferred), b (session_b "
                         "preferred) or tie.")
     known = pd.Index(pd.Series(session_ids).astype(str))
     for col in ("session_a", "session_b"):
         unknown = (out[col].notna() & (out[col] != "") & ~out[col].isin(known)).to_numpy()
         if unknown.any():
-            problems.append(f"column '{col}': session id(s) {_values(out[col], unknown)} not "
+            problems.append(f"column '{col}': session id(s) {bad_values(out[col], unknown)} not "
                             f"in {sessions_path} in {_rows(frame, unknown)}. Fix the ids or "
                             "pass the session table that holds them (data.path=...).")
     same = (out["session_a"] == out["session_b"]).fillna(False).to_numpy()

@@ -2,7 +2,7 @@
 
 Pure with respect to I/O: takes a validated :class:`SessionTable` and a prediction per session
 and returns typed results. The honest predictions come from
-:meth:`CrossFitEnsemble.honest_predict` (see ``design.md``: cross-fitted predictions).
+:meth:`CrossFitEnsemble.honest_predict` (the project's design card: cross-fitted predictions).
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ class CaseStudyResult:
                 "effect": est.effect, "ci_lower": est.ci_lower, "ci_upper": est.ci_upper,
                 "ci_width": est.ci_upper - est.ci_lower,
                 "significant": bool(est.ci_lower > 0 or est.ci_upper < 0),
-                "ci_reduction_pct": c.ci_reduction_pct if name == "augmented" else 0.0,
+                "ci_reduction_pct": c.ci_reduction_pct if name == "augmented" else float("nan"),
                 # Clustered: the Wald p-value agrees with the cluster-robust CI; the session-
                 # level permutation test ignores users and is kept only for reference.
                 "p_value": (self.naive_p_value if name == "naive" and not self.clustered

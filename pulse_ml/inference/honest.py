@@ -2,8 +2,8 @@
 
 Labeled sessions that were in the model's training data get their out-of-fold prediction
 (matched by session_id, guarded against renamed training sessions); every other session gets
-the mean of the fold models (cross-prediction PPI, see ``design.md``). ``infer``, ``audit``,
-``benchmarks`` (task deltas), ``agreement`` and ``monitor`` all start here.
+the mean of the fold models (cross-prediction PPI, see the project's design card). ``infer``,
+``audit``, ``benchmarks`` (task deltas), ``agreement`` and ``monitor`` all start here.
 """
 
 from __future__ import annotations

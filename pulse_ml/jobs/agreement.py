@@ -37,6 +37,7 @@ from pulse_ml.errors import DataError, PulseError
 from pulse_ml.inference.agreement import agreement_outcomes, agreement_table, validate_pairs
 from pulse_ml.report.plots import agreement_chart
 from pulse_ml.report.tables import markdown_table, text_table
+from pulse_ml.sessions.table import bad_values, numeric_column, where_rows
 
 COLUMN_PREFIX = "column:"
 
@@ -95,9 +96,8 @@ def _session_ids(sessions: pd.DataFrame, path: str) -> pd.Series:
     ids = sessions["session_id"].astype("string").str.strip()
     dup = ids.duplicated(keep=False) & ids.notna()
     if dup.any():
-        rows = ", ".join(str(i + 1) for i in np.flatnonzero(dup.to_numpy())[:5])
-        raise DataError(path, [f"column 'session_id': duplicate ids (rows {rows}). Each session "
-                               "must appear once."])
+        raise DataError(path, [f"column 'session_id': duplicate ids ({bad_values(ids, dup)}) in "
+                               f"{where_rows(sessions, dup)}. Each session must appear once."])
     return ids.astype(str)
 
 
@@ -105,15 +105,11 @@ def _column_scores(sessions: pd.DataFrame, path: str, column: str) -> np.ndarray
     if column not in sessions.columns:
         raise DataError(path, [f"column '{column}': missing (predictor source column:{column}). "
                                f"Columns: {', '.join(map(str, sessions.columns[:15]))}."])
-    raw = sessions[column]
-    num = pd.to_numeric(raw, errors="coerce") if raw.dtype != bool else raw.astype(float)
-    bad = num.isna() & raw.notna() & (raw.astype(str).str.strip() != "")
-    if bad.any():
-        idx = np.flatnonzero(bad.to_numpy())
-        vals = ", ".join(repr(v) for v in pd.unique(raw[bad].astype(str))[:5])
-        raise DataError(path, [f"column '{column}': non-numeric scores ({vals}) in "
-                               f"{len(idx)} row(s): rows {', '.join(str(i + 1) for i in idx[:5])}"
-                               ". A predictor column holds numbers (higher = better)."])
+    problems: list[str] = []
+    num = numeric_column(sessions, column, problems,
+                         fix="A predictor column holds numbers (higher = better).")
+    if problems:
+        raise DataError(path, problems)
     return num.to_numpy(float)
 
 
@@ -175,7 +171,9 @@ def run(cfg) -> pd.DataFrame:
             f"# Agreement with human pairwise preferences ({len(pairs)} pairs)\n\n{rule}.\n\n"
             + markdown_table(summary, 1) + "\n" + "".join(f"\n> note: {n}" for n in notes)
             + "\n")
-        agreement_chart(summary, stage / "agreement.png", job.ties)
+        agreement_chart(summary, stage / "agreement.png", job.ties, job.alpha, subtitle=(
+            f"pairs {Path(job.pairs_path).name}, sessions {Path(job.data_path).name}; "
+            + "; ".join(f"{k}: {', '.join(v)}" for k, v in job.predictors.items())))
     print(f"{len(pairs)} pairs; {rule}.")
     print(text_table(summary, digits=1))
     for note in notes:

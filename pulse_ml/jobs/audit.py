@@ -26,6 +26,7 @@ from pulse_ml.config import Node, choice, flag, number, require
 from pulse_ml.errors import PulseError
 from pulse_ml.inference.effects import CLUSTER_MODES, InferenceSettings
 from pulse_ml.inference.honest import PREDICTION_MODES, honest_data
+from pulse_ml.report.html import run_identity
 from pulse_ml.report.tables import say
 from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.readers import load_ground_truth, read_frame
@@ -93,6 +94,7 @@ def run(cfg: Node):
 
     job = settings_from_config(cfg)
     name, mode, settings = job.case_study, job.mode, job.settings
+    models.require_model(job.model_uri)  # "no model" is said before any data is read
     raw = read_frame(job.data_path)
     ensemble, version = models.load_model(job.model_uri)
     data = honest_data(raw, job.data_path, ensemble, job.case_studies, [name], mode)
@@ -117,7 +119,7 @@ def run(cfg: Node):
     with staged_outputs(out) as stage:  # both files or neither; earlier ones stay otherwise
         res.per_replication.to_csv(stage / f"audit_{name}.csv", index=False)
         (stage / f"audit_{name}.json").write_text(json.dumps(
-            {**summary, "mode": mode, "split_half": split,
+            {**summary, "mode": mode, "split_half": split, **run_identity(version, raw),
              "verdict": halves["augmented"].verdict}, indent=2, default=str))
     nominal = 1 - settings.alpha
     for note in notes:

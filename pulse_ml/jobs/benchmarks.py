@@ -155,7 +155,7 @@ def _write(job: BenchmarksJob, deltas: pd.DataFrame, cats: pd.DataFrame | None,
         if cats is not None:
             cats.to_csv(stage / "categories.csv", index=False)
         (stage / "benchmarks.md").write_text("\n".join(md) + "\n")
-        task_delta_scatter(deltas, corr, stage / "scatter.png")
+        task_delta_scatter(deltas, corr, stage / "scatter.png", _subtitle(job, meta))
     return [out / n for n in names]
 
 
@@ -207,3 +207,11 @@ def run(cfg) -> pd.DataFrame:
         print(f"note: {note}")
     print(f"\nwritten to {job.output}: " + ", ".join(f.name for f in files))
     return corr
+
+
+def _subtitle(job: BenchmarksJob, meta: dict) -> str:
+    """The scatter's title: the data and model its Delta_H come from."""
+    if meta.get("model"):
+        return (f"Delta_H from {Path(job.data_path).name}, model {meta['model']} (version "
+                f"{meta.get('model_version')}, {meta.get('model_family')}), PPI++")
+    return f"Delta_H from {job.source} (no session data or model)"

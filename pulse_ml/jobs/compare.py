@@ -445,7 +445,8 @@ def run(cfg: Node) -> pd.DataFrame:
     with staged_outputs(out) as stage:  # every file of this call or none
         table.drop(columns=_HIDDEN).to_csv(stage / "comparison.csv", index=False)
         (stage / "comparison.md").write_text(markdown_table(shown) + "\n")
-        comparison_plot(table, stage / "comparison.png", _champion())
+        comparison_plot(table, stage / "comparison.png", _champion(),
+                        subtitle=_plot_subtitle(table, reference))
         if not paired.empty:
             paired.assign(significant=significance(paired)).to_csv(stage / "paired.csv",
                                                                    index=False)
@@ -477,3 +478,10 @@ def run(cfg: Node) -> pd.DataFrame:
         say(f"note: {line}")
     say("\nwritten: " + ", ".join(str(p) for p in written))
     return table
+
+
+def _plot_subtitle(table: pd.DataFrame, reference) -> str:
+    """The chart's second title line: which data (fingerprints) and which reference model."""
+    data = sorted({str(d)[:10] for d in table["data"] if str(d)}) or ["unrecorded"]
+    return (f"data fingerprint {', '.join(data[:3])}{' …' if len(data) > 3 else ''}; "
+            f"reference {reference[0] if reference else 'none'}")

@@ -58,7 +58,8 @@ def settings_from_config(cfg) -> DiscoverSettings:
                          "(keys as in conf/labeler/*.yaml).")
     return DiscoverSettings(
         data_path=data_path,
-        models=tuple(llm_config_from_mapping(m, f"model{i}") for i, m in enumerate(models)),
+        models=tuple(llm_config_from_mapping(m, f"model{i}", "discover")
+                     for i, m in enumerate(models)),
         n_conversations=number(cfg, "n_conversations", "discover", 1, None, integer=True),
         seed=number(cfg, "seed", "discover", integer=True),
         output=Path(str(cfg.output)).expanduser(),

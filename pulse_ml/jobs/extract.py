@@ -77,7 +77,7 @@ def settings_from_config(cfg) -> ExtractSettings:
 
     labeler = None
     if cfg.get("labeler") is not None:
-        labeler = llm_config_from_mapping(mapping(cfg, "labeler"), "labeler")
+        labeler = llm_config_from_mapping(mapping(cfg, "labeler"), "labeler", "extract")
     out = Path(str(cfg.out)).expanduser()
     out_format(out)
     return ExtractSettings(

@@ -1,14 +1,14 @@
-"""Naive vs prediction-powered (PPI++) effect with 95% CIs for every case study.
+"""Naive vs prediction-powered (PPI++) effect with CIs (95% at alpha=0.05) per case study.
 
 Loads the registered model (``model_uri``, default the ``champion``) and the session table;
 labeled sessions that were in the model's training data get their out-of-fold prediction
 (honest, cross-fitted), all other sessions the mean of the fold models. For each case study
 (configured in conf/catalog/case_studies/ or found in the data with exactly two conditions) it
-reports the
-naive difference of labeled means (permutation p-value) and the PPI++ effect (power-tuned
-lambda per arm, cluster-robust by user), the CI reduction, the feature comparison per arm and the
-labeled-vs-unlabeled shift. Writes effects.{json,csv,md}, forest.png, features.csv and
-label_shift.csv to ``output`` and logs everything to MLflow experiment pulse-infer.
+reports the naive difference of labeled means (permutation p-value) and the PPI++ effect (the
+two arms' lambdas chosen jointly to minimize the effect's variance; cluster-robust by user), the
+CI reduction, the feature comparison per arm and the labeled-vs-unlabeled shift. Writes
+effects.{json,csv,md}, forest.png, features.csv, label_shift.csv and report.html to ``output``
+and logs everything to MLflow experiment pulse-infer.
 
 ``ppi.predictions=in_sample`` reproduces the paper (labeled sessions predicted by a model that
 was trained on them): its intervals are too narrow and NOT valid.
@@ -39,7 +39,7 @@ from pulse_ml.inference.effects import (
     effects_frame,
 )
 from pulse_ml.inference.honest import PREDICTION_MODES, honest_data
-from pulse_ml.report.tables import markdown_table, say, text_table
+from pulse_ml.report.tables import level_pct, markdown_table, say, text_table
 from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.readers import load_ground_truth, read_frame
 
@@ -80,6 +80,12 @@ def settings_from_config(cfg: Node) -> InferJob:
         case_studies=shared.case_study_config(cfg), only=shared.selected_case_studies(cfg))
 
 
+def json_records(frame: pd.DataFrame) -> list[dict]:
+    """Rows as JSON-ready dicts; a value that does not apply (NaN) becomes ``null``."""
+    return [{k: None if isinstance(v, float) and v != v else v for k, v in row.items()}
+            for row in frame.to_dict(orient="records")]
+
+
 def write_outputs(job: InferJob, effects: pd.DataFrame, results: list[CaseStudyResult],
                   meta: dict, truth: dict[str, float],
                   lineage: dict | None = None) -> list[Path]:
@@ -93,7 +99,7 @@ def write_outputs(job: InferJob, effects: pd.DataFrame, results: list[CaseStudyR
     with staged_outputs(job.output) as out:
         effects.to_csv(out / "effects.csv", index=False)
         (out / "effects.json").write_text(json.dumps(
-            {**meta, "effects": effects.to_dict(orient="records")}, indent=2, default=str))
+            {**meta, "effects": json_records(effects)}, indent=2, default=str))
         header = f"# Effects ({meta['mode']} predictions, model {meta['model']})\n\n"
         if job.mode == "in_sample":
             header += f"> {IN_SAMPLE_WARNING}\n\n"
@@ -102,7 +108,7 @@ def write_outputs(job: InferJob, effects: pd.DataFrame, results: list[CaseStudyR
                     title=f"Effects in {Path(job.data_path).name} (treatment − control)",
                     subtitle=f"model {meta['model']} (v{meta['model_version']}, "
                              f"{meta['model_family']}), {job.mode} predictions",
-                    invalid=job.mode == "in_sample")
+                    invalid=job.mode == "in_sample", alpha=job.settings.alpha)
         feats = pd.concat([r.features for r in results], ignore_index=True)
         feats.to_csv(out / "features.csv", index=False)
         shifts = [r.shift for r in results if len(r.shift)]
@@ -111,8 +117,10 @@ def write_outputs(job: InferJob, effects: pd.DataFrame, results: list[CaseStudyR
         pred_shift = pd.concat([r.prediction_shift for r in results
                                 if r.prediction_shift is not None], ignore_index=True)
         pred_shift.to_csv(out / "prediction_shift.csv", index=False)
+        warnings = [f"{name}: {w}" for name, ws in (meta.get("warnings") or {}).items()
+                    for w in ws]  # the same warnings the terminal prints and effects.json keeps
         inference_report(out / "report.html", effects, meta, lineage or {}, out / "forest.png",
-                         feats, shift, valid=job.mode != "in_sample",
+                         feats, shift, warnings=warnings, valid=job.mode != "in_sample",
                          invalid_reason=IN_SAMPLE_WARNING, results_root=job.output.parent)
     return [job.output / n for n in names]
 
@@ -145,7 +153,8 @@ def log_run(job: InferJob, effects: pd.DataFrame, files: list[Path], version, me
         metrics=metrics, files=files, model_version=version,
         dataset=None if raw is None else {
             "frame": raw, "source": job.data_path, "name": Path(job.data_path).stem,
-            "fingerprint": data_fingerprint(raw, list(raw.columns))},
+            "fingerprint": meta.get("data_fingerprint")
+            or data_fingerprint(raw, list(raw.columns))},
         description=(f"{job.mode} PPI++ vs naive effects of {effects['case_study'].nunique()} "
                      f"case stud{'y' if effects['case_study'].nunique() == 1 else 'ies'} with "
                      f"model `{job.model_uri}` (version {meta['model_version']}, "
@@ -162,19 +171,21 @@ def _run_link(run_id: str) -> str:
     return runs.run_link(run_id) + (f"\n{hint}" if hint else "")
 
 
-def printable(effects: pd.DataFrame, truth: dict[str, float]) -> pd.DataFrame:
+def printable(effects: pd.DataFrame, truth: dict[str, float],
+              alpha: float = 0.05) -> pd.DataFrame:
     """The terminal view (fits 100 columns): effect [CI] per estimator, CI reduction, p, labels.
 
-    Every column is in ``effects.csv``; here the CI reduction is blank on naive rows (it does not
-    apply) and labels read ``control/treatment``. With simulated data the true effect and
-    whether the interval covers it are shown beside.
+    Every column is in ``effects.csv``; the CI reduction is blank on naive rows (it does not
+    apply, NaN in the files) and labels read ``control/treatment``. With simulated data the
+    true effect and whether the interval covers it are shown beside. The header names the
+    interval level of ``alpha`` (0.1 -> "90% CI").
     """
     view = pd.DataFrame({
         "case_study": effects["case_study"], "estimator": effects["estimator"],
-        "effect [95% CI]": [f"{e:+.3f} [{lo:+.3f}, {hi:+.3f}]" for e, lo, hi in
+        f"effect [{level_pct(alpha)}% CI]": [f"{e:+.3f} [{lo:+.3f}, {hi:+.3f}]" for e, lo, hi in
                             zip(effects["effect"], effects["ci_lower"], effects["ci_upper"],
                                 strict=True)],
-        "ci_red_%": effects["ci_reduction_pct"].where(effects["estimator"] == "augmented"),
+        "ci_red_%": effects["ci_reduction_pct"],  # blank (NaN) on naive rows
         "p": effects["p_value"],
         "labels": [f"{c}/{t}" for c, t in zip(effects["n_labeled_control"],
                                               effects["n_labeled_treatment"], strict=True)],
@@ -194,8 +205,9 @@ def run(cfg: Node) -> pd.DataFrame:
 def run_settings(job: InferJob) -> pd.DataFrame:
     """Infer with typed settings (``pipeline`` calls this directly)."""
     from pulse_ml.registry import models, store
+    from pulse_ml.report.html import run_identity
 
-    models.require_store(job.model_uri)  # "no model" is said before any data is read
+    models.require_model(job.model_uri)  # "no model" is said before any data is read
     raw = read_frame(job.data_path)  # bad files fail before the model loads
     if job.log_mlflow:
         store.connect(write=True)  # a read-only store fails now, not after the work
@@ -222,7 +234,8 @@ def run_settings(job: InferJob) -> pd.DataFrame:
             "notes": list(table.notes) + honesty_notes, "true_effects": truth or None,
             "warnings": {r.study.name: list(r.comparison.warnings) for r in results
                          if r.comparison.warnings},
-            "valid_intervals": job.mode == "crossfit"}
+            "valid_intervals": job.mode == "crossfit",
+            **run_identity(version, raw)}
     tags = {} if version is None else dict(version.tags or {})
     lineage = {"model_uri": job.model_uri, "version": meta["model_version"],
                "family": ensemble.family, "feature_set": ensemble.features.name,
@@ -235,7 +248,7 @@ def run_settings(job: InferJob) -> pd.DataFrame:
         f"'{ensemble.features.name}'); {job.mode} predictions ({n_oof} labeled sessions got "
         "their out-of-fold prediction)")
     if job.print_table:
-        say(text_table(printable(effects, truth), digits=3))
+        say(text_table(printable(effects, truth, job.settings.alpha), digits=3))
     for note in (*table.notes, *honesty_notes):
         say(f"note: {note}")
     if job.settings.reweight:

@@ -3,8 +3,9 @@
 Sends the raw conversation of every labeled session (long ones cut to ``max_input_tokens``,
 keeping start and end) to the judge model through litellm, parses the 1-5 likert score, and
 compares it with the ratings: MSE, MAE, Pearson r, Spearman, plus their std over the same
-5 folds the trainer uses (5 shuffled folds, seed 42, over the labeled sessions in table order;
-a user's sessions stay in one fold when the table has user ids). The run lands in experiment
+folds the trainer uses (``cv``: ``cv.n_splits`` shuffled folds with ``cv.seed``, default 5 and
+42, over the labeled sessions in table order; ``cv.group_by=user_id``, the default, keeps a
+user's sessions in one fold). The run lands in experiment
 ``pulse-train`` (tag ``kind=llm_judge``) so ``pulse-ml compare`` lists it next to the model
 families; per-session judgments are a CSV artifact. Answers are cached on disk (a rerun costs
 nothing); failures end as missing values.

@@ -50,6 +50,7 @@ from pulse_ml.inference.monitor import (
     printable,
     stop_lines,
 )
+from pulse_ml.report.html import run_identity
 from pulse_ml.report.tables import say, text_table
 from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.readers import read_frame
@@ -200,7 +201,7 @@ def run_settings(job: MonitorJob) -> Monitoring:
     """Monitor with typed settings: every check runs before anything is written or logged."""
     from pulse_ml.registry import models, store
 
-    models.require_store(job.model_uri)  # "no model" is said before any data is read
+    models.require_model(job.model_uri)  # "no model" is said before any data is read
     raw = read_frame(job.data_path)  # bad files fail before the model loads
     if job.log_mlflow:
         store.connect(write=True)  # a read-only store fails now, not after the work
@@ -221,7 +222,7 @@ def run_settings(job: MonitorJob) -> Monitoring:
             "first_day": {s.name: str(d.date()) for s, d in
                           zip(result.data.studies, result.data.first_day, strict=True)},
             "notes": [*table.notes, *data.notes, *result.notes],
-            "warnings": list(result.warnings)}
+            "warnings": list(result.warnings), **run_identity(version, raw)}
     files = write_outputs(job, result, meta)
     run_id = log_run(job, result, files, version, meta, raw) if job.log_mlflow else None
     say(f"model {job.model_uri} (version {meta['model_version']}, {ensemble.family}, features "

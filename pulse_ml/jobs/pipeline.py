@@ -4,7 +4,8 @@
 2. ``pulse-ml train`` for each of ``families`` in order (Optuna, 5-fold CV, MLflow). With
    the default ``promotion.rule=significant`` the first family becomes champion when there is
    none, and a later one replaces it only if its paired out-of-fold MSE is significantly lower
-   (95% user-bootstrap interval below 0): families within the noise keep the first one
+   (its ``1 - promotion.alpha`` user-bootstrap interval below 0): families within the noise
+   keep the first one
    (``promotion.rule=better`` promotes any strict improvement),
 3. ``pulse-ml infer`` with the champion: naive vs PPI++ effect per case study,
 4. a final summary: the families' out-of-fold metrics and the effects table (with the true
@@ -25,7 +26,7 @@ import pandas as pd
 
 from pulse_ml.config import Node, choice, compose, flag, number
 from pulse_ml.errors import PulseError
-from pulse_ml.report.tables import say, text_table
+from pulse_ml.report.tables import level_pct, say, text_table
 from pulse_ml.sessions.readers import load_ground_truth
 from pulse_ml.simulate.demo import ensure_demo_data
 
@@ -86,7 +87,8 @@ def run(cfg: Node) -> dict:
     first = bool(results) and results[0].promoted and results[0].promotion_reason.startswith(
         "no champion yet")
     say("r = out-of-fold Pearson r; vs_champion = paired ΔMSE with the champion of that moment "
-        "(95% user bootstrap); ci_red_% = expected CI reduction at this data's N/n; "
+        f"({level_pct(base.promotion.paired.alpha)}% user bootstrap); ci_red_% = expected CI "
+        "reduction at this data's N/n; "
         "champion = promoted by this run (cv_mae and ± std are in `pulse-ml compare`).")
     say(f"promotion.rule={rule}: "
         + ("the first family became champion (there was none); " if first else "")
@@ -96,9 +98,9 @@ def run(cfg: Node) -> dict:
         print(f"\nno effects (no champion); {time.perf_counter() - start:.0f} s in all")
         return {"families": fams, "effects": None}
     print()
-    print(text_table(infer_job.printable(effects, truth)))
+    print(text_table(infer_job.printable(effects, truth, infer_settings.settings.alpha)))
     aug = effects[effects["estimator"] == "augmented"]
-    print(f"\nmean CI reduction {aug['ci_reduction_pct'].mean():.1f}% over "
-          f"{len(aug)} case studies; results in {cfg.infer.output}; "
-          f"{time.perf_counter() - start:.0f} s in all")
+    say(f"\nmean CI reduction {aug['ci_reduction_pct'].mean():.1f}% over "
+        f"{len(aug)} case studies; {time.perf_counter() - start:.0f} s in all; results in "
+        f"{cfg.infer.output}")
     return {"families": fams, "effects": effects}

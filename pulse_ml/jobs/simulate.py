@@ -12,7 +12,8 @@ Writes to `out`:
   ratings.csv         segment ratings of the labeled sessions (session_id, segment, rating)
   events/<id>.json    OpenHands V0-style event streams (only with events=true; events_limit=N)
 
-Then prints a calibration table: this data vs the paper.
+Then prints a short calibration summary: this data vs the paper (``verbose=true`` prints all
+rows of the table).
 
 Examples:
   pulse-ml simulate
@@ -23,13 +24,43 @@ Examples:
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pulse_ml.errors import PulseError
+from pulse_ml.config import flag, number
 
 if TYPE_CHECKING:
     from pulse_ml.config import Node
-    from pulse_ml.simulate.generator import GroundTruth
+    from pulse_ml.simulate.generator import GroundTruth, SimulateSettings
+
+# Rows of the short calibration summary (the first words of their labels).
+SUMMARY_ROWS = ("mean rating", "labeled sessions", "unlabeled / labeled", "true effect",
+                "Bayes rho")
+
+
+@dataclass(frozen=True)
+class SimulateJob:
+    """Typed settings of ``pulse-ml simulate``."""
+
+    simulator: SimulateSettings
+    out: Path
+    events: bool
+    events_limit: int | None
+    verbose: bool
+
+
+def settings_from_config(cfg: Node) -> SimulateJob:
+    """Read the composed config once (the simulator's keys via ``settings.simulator_settings``)."""
+    from pulse_ml.paths import resolve
+    from pulse_ml.settings import simulator_settings
+
+    return SimulateJob(
+        simulator=simulator_settings(cfg), out=resolve(str(cfg.out)),
+        events=flag(cfg, "events", "simulate", False),
+        events_limit=number(cfg, "events_limit", "simulate", 0, None, integer=True,
+                            optional=True),
+        verbose=flag(cfg, "verbose", "simulate", False))
 
 
 def _rows(figures: dict, truth: GroundTruth, reference: dict) -> list[tuple[str, str, str]]:
@@ -80,23 +111,26 @@ def format_table(rows: list[tuple[str, str, str]]) -> str:
     return "\n".join(out)
 
 
-def run(cfg: Node) -> None:
-    """Generate the demo data, write it to ``cfg.out`` and print the calibration table."""
-    from pulse_ml.paths import resolve
-    from pulse_ml.simulate.demo import settings_from_config, write_demo
+def summary_rows(rows: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """The few rows of the short calibration summary (``verbose=false``)."""
+    return [r for r in rows if r[0].startswith(SUMMARY_ROWS)]
 
-    settings = settings_from_config(cfg)
-    out = resolve(str(cfg.out))
-    events = bool(cfg.get("events", False)) is True
-    limit = cfg.get("events_limit")
-    if limit is not None and (not str(limit).isdigit()):
-        raise PulseError(f"pulse-ml simulate: events_limit={limit!r} must be a whole number "
-                         f">= 0 or null (all sessions).")
+
+def run(cfg: Node) -> None:
+    """Generate the demo data, write it to ``cfg.out`` and print the calibration summary."""
+    from pulse_ml.simulate.demo import write_demo
+
+    job = settings_from_config(cfg)
     start = time.perf_counter()
-    result, figures, ref, paths, n_events = write_demo(
-        settings, out, events, None if limit is None else int(limit))
+    result, figures, ref, paths, n_events = write_demo(job.simulator, job.out, job.events,
+                                                       job.events_limit)
     elapsed = time.perf_counter() - start
-    print(format_table(_rows(figures, result.ground_truth, ref)))
+    rows = _rows(figures, result.ground_truth, ref)
+    shown = rows if job.verbose else summary_rows(rows)
+    print(format_table(shown))
+    if len(shown) < len(rows):
+        print(f"({len(rows) - len(shown)} more rows: prevalences, users, labels per arm; "
+              "`pulse-ml simulate verbose=true` prints all)")
     print(f"\n{len(result.sessions)} sessions generated in {elapsed:.1f} s.")
     for key, path in paths.items():
         suffix = f" ({n_events} files)" if key == "events" else ""

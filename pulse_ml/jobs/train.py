@@ -23,8 +23,8 @@ Examples:
     pulse-ml train model=lightgbm tuning.n_trials=50
     pulse-ml train trained_before=2025-06-02 exclude_case_studies=all promote=never
     pulse-ml train -m model=ordinal_logit,random_forest,hist_gb,lightgbm
-    pulse-ml train -m features=user,agent,progression,all seed=0,1,2,3,4 && \
-        pulse-ml compare group_by=features
+    pulse-ml train -m features=user,agent,progression,all seed=0,1,2,3,4
+    pulse-ml compare group_by=features          # then: the ablation of those 20 runs
     pulse-ml train promotion.rule=better register=always
     pulse-ml train tuning.workers=2
 """
@@ -131,7 +131,7 @@ def tuning_settings(cfg: Node, verb: str = "train") -> TuningSettings:
                          "tuning.n_trials >= 1, or tuning.storage=<the journal/database of an "
                          "earlier study> to refit its best trial.")
     return TuningSettings(
-        n_trials=number(cfg, "tuning.n_trials", verb, 0, None, integer=True),
+        n_trials=number(cfg, "tuning.n_trials", verb, 1 if fresh else 0, None, integer=True),
         timeout_s=number(cfg, "tuning.timeout_s", verb, 0, None, open_interval=True,
                          optional=True),
         storage=_storage_setting(cfg), study_name=text(cfg, "tuning.study_name"),

@@ -14,6 +14,7 @@ import pandas as pd
 
 from pulse_ml.errors import PulseError
 from pulse_ml.registry.keys import CHAMPION, REGISTERED_MODEL
+from pulse_ml.registry.lookup import require_model, require_store  # noqa: F401 - for the jobs
 
 PIP_REQUIREMENTS = ["mlflow>=3.17,<3.18", "scikit-learn>=1.9,<2", "lightgbm>=4.7,<5",
                     "pandas>=2.2", "numpy>=2.0", "joblib", "pulse-ml"]
@@ -148,22 +149,6 @@ def load_model(model_uri: str):
     require_store(model_uri)
     connect(write=False)
     return load_registered(model_uri)
-
-
-def require_store(model_uri: str) -> None:
-    """Fail at once when the local store does not exist (so no model can be registered).
-
-    Checked before any data is read and before MLflow would create an empty store (seconds of
-    schema migrations) only to report that the model is missing.
-    """
-    from pulse_ml.registry.store import tracking_uri
-
-    uri = tracking_uri()
-    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file():
-        raise PulseError(f"cannot load model '{model_uri}': there is no MLflow store at {uri} "
-                         "yet, so no model is registered. Train and register one with "
-                         "`pulse-ml train` (or `pulse-ml pipeline`), or point "
-                         "MLFLOW_TRACKING_URI / PULSE_HOME at the store that has it.")
 
 
 def load_registered(model_uri: str):

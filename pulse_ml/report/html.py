@@ -13,6 +13,22 @@ from pathlib import Path
 
 import pandas as pd
 
+MATCH_KEYS = ("model_version", "data_fingerprint")  # a sibling result must match on both
+
+
+
+def run_identity(version, frame: pd.DataFrame) -> dict[str, str | None]:
+    """The :data:`MATCH_KEYS` of a run: its model version and the data fingerprint of its table.
+
+    ``infer``, ``audit`` and ``monitor`` write these into their JSON so that report.html shows
+    an audit or monitor result only beside the inference of the same model on the same data.
+    """
+    from pulse_ml.sessions.fingerprint import data_fingerprint
+
+    return {"model_version": None if version is None else str(version.version),
+            "data_fingerprint": data_fingerprint(frame, list(frame.columns))}
+
+
 _TEMPLATE = """<!doctype html>
 <html lang="en">
 <head>
@@ -21,6 +37,7 @@ _TEMPLATE = """<!doctype html>
 <style>
  body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 70rem; color: #222; }
  h1 { font-size: 1.4rem; } h2 { font-size: 1.1rem; margin-top: 2rem; }
+ h3 { font-size: 0.95rem; margin: 0.8rem 0 0.2rem; }
  table { border-collapse: collapse; font-size: 0.85rem; margin: 0.5rem 0; }
  th, td { border-bottom: 1px solid #ddd; padding: 0.25rem 0.6rem; text-align: right; }
  th { background: #f4f4f4; } td.text, th.text { text-align: left; }
@@ -86,21 +103,87 @@ def _image(path: Path | None) -> str | None:
     return base64.b64encode(path.read_bytes()).decode("ascii")
 
 
-def _sibling_sections(root: Path) -> list[dict]:
-    """Audit and monitor results beside this inference (``root/audit``, ``root/monitor``)."""
-    sections = []
+def _built(path: Path) -> str:
+    from datetime import UTC, datetime
+
+    stamp = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    return f"built {stamp:%Y-%m-%d %H:%M} UTC from {path}"
+
+
+def _matches(doc: Mapping, run: Mapping[str, object]) -> bool:
+    """Same model version and data fingerprint as this inference (both must be recorded)."""
+    return all(doc.get(k) not in (None, "") and str(doc.get(k)) == str(run.get(k))
+               for k in MATCH_KEYS)
+
+
+def _nested_table(value: Mapping) -> pd.DataFrame:
+    """``{name: {key: scalar}}`` as one row per name; ``{key: scalar}`` as one row."""
+    if value and all(isinstance(v, Mapping) for v in value.values()):
+        return pd.DataFrame([{"": name, **{k: v for k, v in row.items()
+                                             if not isinstance(v, Mapping | list)}}
+                             for name, row in value.items()])
+    return pd.DataFrame([{k: v for k, v in value.items() if not isinstance(v, Mapping | list)}])
+
+
+def _audit_section(path: Path) -> dict:
+    """One audit JSON read generically.
+
+    Its dict-valued parts (e.g. the split-half verdict per method) are tables of their own, its
+    other scalar figures one key/value table; no key name is assumed.
+    """
+    data = json.loads(path.read_text())
+    parts = []
+    for key, value in data.items():
+        if isinstance(value, Mapping) and value:
+            parts.append(f"<h3>{_escape(key)}</h3>" + html_table(_nested_table(value)))
+    flat = {k: v for k, v in data.items() if not isinstance(v, Mapping | list)}
+    parts.append("<h3>other figures</h3>" + html_table(pd.DataFrame(
+        {"key": list(flat), "value": [str(v) for v in flat.values()]})))
+    return {"title": f"Audit: {data.get('case_study', path.stem)}", "note": _built(path),
+            "table": "".join(parts)}
+
+
+def _sibling_sections(root: Path, run: Mapping[str, object]) -> list[dict]:
+    """Audit and monitor results beside this inference (``root/audit``, ``root/monitor``).
+
+    A result is shown only when its JSON records the same model version and data fingerprint
+    (:data:`MATCH_KEYS`) as this inference; the others are listed in one note as not matched.
+    """
+    sections, skipped = [], []
     for path in sorted(root.glob("audit/audit_*.json")):
-        data = json.loads(path.read_text())
-        keep = {k: v for k, v in data.items() if not isinstance(v, dict | list)}
-        sections.append({"title": f"Audit: {data.get('case_study', path.stem)}",
-                         "note": str(path), "table": html_table(pd.DataFrame([keep]))})
-    monitor = root / "monitor" / "monitor.csv"
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError):
+            skipped.append(f"{path} (unreadable)")
+            continue
+        if _matches(doc, run):
+            sections.append(_audit_section(path))
+        else:
+            skipped.append(str(path))
+    monitor, doc_path = root / "monitor" / "monitor.csv", root / "monitor" / "monitor.json"
     if monitor.is_file():
-        frame = pd.read_csv(monitor)
-        last = frame.sort_values("look").groupby(["case_study", "estimator"]).tail(1)
-        sections.append({"title": "Monitoring (last look)", "note": str(monitor),
-                         "table": html_table(last)})
+        try:
+            doc = json.loads(doc_path.read_text()) if doc_path.is_file() else {}
+        except (OSError, ValueError):
+            doc = {}
+        if _matches(doc, run):
+            frame = pd.read_csv(monitor)
+            last = frame.sort_values("look").groupby(["case_study", "estimator"]).tail(1)
+            sections.append({"title": "Monitoring (last look)", "note": _built(monitor),
+                             "table": html_table(last)})
+        else:
+            skipped.append(str(monitor))
+    if skipped:
+        sections.append({"title": "Results of other runs (not shown)", "table": "",
+                         "note": "from another run, not matched (model version or data "
+                                 "fingerprint differ or are not recorded): " + ", ".join(skipped)})
     return sections
+
+
+def _escape(text: str) -> str:
+    from markupsafe import escape
+
+    return str(escape(text))
 
 
 def inference_report(path: Path, effects: pd.DataFrame, meta: Mapping[str, object],
@@ -122,17 +205,18 @@ def inference_report(path: Path, effects: pd.DataFrame, meta: Mapping[str, objec
         valid: False for in-sample predictions (the page says so at the top).
         invalid_reason: The sentence that says why the intervals are not valid.
         results_root: Folder holding ``audit/`` and ``monitor/`` results to include (default:
-            the folder above the page's).
+            the folder above the page's); only those whose JSON records this ``meta``'s
+            ``model_version`` and ``data_fingerprint`` are shown.
     """
     from jinja2 import Environment
+
+    from pulse_ml.report.tables import level_pct
 
     columns = [c for c in ("case_study", "control", "treatment", "estimator", "effect",
                            "ci_lower", "ci_upper", "ci_reduction_pct", "p_value",
                            "n_labeled_control", "n_labeled_treatment", "n_unlabeled_control",
                            "n_unlabeled_treatment") if c in effects]
-    view = effects[columns].copy()
-    if "ci_reduction_pct" in view:
-        view.loc[view["estimator"] != "augmented", "ci_reduction_pct"] = float("nan")
+    view = effects[columns]  # ci_reduction_pct is NaN (a blank cell) on naive rows
     sections = []
     if features is not None and len(features):
         sections.append({"title": "Features per arm", "note": "", "table": html_table(features)})
@@ -141,14 +225,14 @@ def inference_report(path: Path, effects: pd.DataFrame, meta: Mapping[str, objec
                          "note": "PPI assumes labeled sessions are like unlabeled ones; "
                                  "|rank-biserial| ≥ 0.3 is flagged.",
                          "table": html_table(shift)})
-    sections += _sibling_sections(results_root or path.parent.parent)
+    sections += _sibling_sections(results_root or path.parent.parent, meta)
     env = Environment(autoescape=True)
     page = env.from_string(_TEMPLATE).render(
         title=f"Effects of {len(effects['case_study'].unique())} design change(s)",
         subtitle=(f"model {meta.get('model')} (version {meta.get('model_version')}, "
                   f"{meta.get('model_family')}, features '{meta.get('feature_set')}'); "
                   f"{meta.get('mode')} predictions; data {meta.get('data')}"),
-        level=round(100 * (1 - float(meta.get("alpha", 0.05)))),
+        level=level_pct(float(meta.get("alpha", 0.05))),
         effects_table=_markup(html_table(view, table_id="effects")),
         forest=_image(forest),
         lineage_table=_markup(html_table(pd.DataFrame(

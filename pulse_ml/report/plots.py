@@ -20,12 +20,28 @@ def pyplot():
 
 def forest_plot(effects: pd.DataFrame, path: Path, truth: dict[str, float] | None = None,
                 title: str = "Effect of each design change (treatment - control)",
-                subtitle: str | None = None, invalid: bool = False) -> None:
+                subtitle: str | None = None, invalid: bool = False, alpha: float = 0.05) -> None:
+    """Write :func:`forest_figure` to ``path`` (PNG)."""
+    plt = pyplot()
+    fig = forest_figure(effects, truth, title, subtitle, invalid, alpha)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def forest_figure(effects: pd.DataFrame, truth: dict[str, float] | None = None,
+                  title: str = "Effect of each design change (treatment - control)",
+                  subtitle: str | None = None, invalid: bool = False, alpha: float = 0.05):
     """Naive vs augmented (PPI++) effect with its CI per case study, numbers printed beside.
 
     Each row is labeled "treatment − control" with the arm names; a filled marker means the
     interval excludes 0. ``invalid`` (in-sample predictions) watermarks the figure NOT VALID.
+    The axis names the interval level of ``alpha`` (0.1 -> "90% CI").
+
+    Returns:
+        The matplotlib Figure (the caller saves and closes it).
     """
+    from pulse_ml.report.tables import level_pct
+
     plt = pyplot()
     studies = list(dict.fromkeys(effects["case_study"]))
     height = 2.2 + 0.9 * len(studies)
@@ -59,8 +75,8 @@ def forest_plot(effects: pd.DataFrame, path: Path, truth: dict[str, float] | Non
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_yticks(range(len(studies)), labels, fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel("difference in mean rating (stars), treatment − control, 95% CI; "
-                  "filled = excludes 0", fontsize=8)
+    ax.set_xlabel(f"difference in mean rating (stars), treatment − control, "
+                  f"{level_pct(alpha)}% CI; filled = excludes 0", fontsize=8)
     ax.set_title(title + (f"\n{subtitle}" if subtitle else ""), fontsize=9)
     fig.legend(fontsize=7, loc="lower center", ncol=3, frameon=False,
                bbox_to_anchor=(0.5, 0.0))
@@ -68,13 +84,14 @@ def forest_plot(effects: pd.DataFrame, path: Path, truth: dict[str, float] | Non
         fig.text(0.45, 0.5, "NOT VALID\n(in-sample predictions)", fontsize=34, color="#d62728",
                  alpha=0.25, ha="center", va="center", rotation=20, weight="bold")
     fig.subplots_adjust(left=0.24, right=0.66, top=1 - 0.75 / height, bottom=1.05 / height)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return fig
 
 
 def comparison_plot(frame: pd.DataFrame, path: Path, champion: str | None = None,
-                    source: str = "experiment pulse-train") -> None:
+                    source: str = "experiment pulse-train", subtitle: str | None = None):
     """Bar chart of out-of-fold Pearson r (± std over folds) per family / judge.
+
+    ``subtitle`` (a second title line) names the data and the reference model.
 
     The champion's bar (``frame["version"] == champion``) is outlined and labeled; the legend
     lists only the kinds present.
@@ -105,16 +122,24 @@ def comparison_plot(frame: pd.DataFrame, path: Path, champion: str | None = None
     ax.set_xticks(range(len(frame)), labels, fontsize=8)
     ax.set_ylabel("out-of-fold Pearson r")
     ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_title(f"Satisfaction predictors in {source}: out-of-fold r ± std over CV folds",
-                 fontsize=10)
+    ax.set_title(f"Satisfaction predictors in {source}: out-of-fold r ± std over CV folds"
+                 + (f"\n{subtitle}" if subtitle else ""), fontsize=10 if not subtitle else 9)
     ax.legend(handles=handles, fontsize=8, loc="best")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+    return fig  # closed, but its artists stay readable (tests)
 
 
-def agreement_chart(summary: pd.DataFrame, path: Path, ties: str) -> None:
-    """Per-category agreement bars (one colour per predictor) with Wilson error bars."""
+def agreement_chart(summary: pd.DataFrame, path: Path, ties: str, alpha: float = 0.05,
+                    subtitle: str | None = None):
+    """Per-category agreement bars (one colour per predictor) with Wilson error bars.
+
+    The title names the Wilson level of ``alpha``; ``subtitle`` names the pairs, sessions and
+    predictors (models) the chart comes from.
+    """
+    from pulse_ml.report.tables import level_pct
+
     plt = pyplot()
 
     cats = list(dict.fromkeys(summary["category"]))
@@ -133,15 +158,21 @@ def agreement_chart(summary: pd.DataFrame, path: Path, ties: str) -> None:
                   rotation=30, ha="right", fontsize=8)
     ax.set_ylim(0, 100)
     ax.set_ylabel("agreement with human preference (%)")
-    ax.set_title(f"Pairwise agreement per category (95% Wilson; ties={ties})", fontsize=9)
+    ax.set_title(f"Pairwise agreement per category ({level_pct(alpha)}% Wilson; ties={ties})"
+                 + (f"\n{subtitle}" if subtitle else ""), fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+    return fig  # closed, but its artists stay readable (tests)
 
 
-def task_delta_scatter(deltas: pd.DataFrame, corr: pd.DataFrame, path: Path) -> None:
-    """Delta_H vs Delta_B, one panel per comparison, points labeled by benchmark."""
+def task_delta_scatter(deltas: pd.DataFrame, corr: pd.DataFrame, path: Path,
+                       subtitle: str | None = None):
+    """Delta_H vs Delta_B, one panel per comparison, points labeled by benchmark.
+
+    ``subtitle`` (the figure's title) names the data and model the deltas come from.
+    """
     plt = pyplot()
 
     names = list(dict.fromkeys(deltas["comparison"]))
@@ -175,13 +206,16 @@ def task_delta_scatter(deltas: pd.DataFrame, corr: pd.DataFrame, path: Path) -> 
         ax.set_xlabel("Delta_B: benchmark change (%)")
         ax.set_ylabel("Delta_H: human rating change (% of control)")
         ax.legend(fontsize=7, loc="best")
+    if subtitle:
+        fig.suptitle(subtitle, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+    return fig  # closed, but its artists stay readable (tests)
 
 
 def monitor_plot(frame: pd.DataFrame, stops: pd.DataFrame, path: Path, title: str) -> None:
-    """Fixed 95% interval and confidence sequence over the days, naive and PPI++.
+    """Fixed interval and confidence sequence over the days, naive and augmented (PPI++).
 
     One row per case study, one column per estimator: the sequence as a light band, the fixed
     interval as a darker band inside it, the effect as a line, the zero line, and a dashed
@@ -192,7 +226,7 @@ def monitor_plot(frame: pd.DataFrame, stops: pd.DataFrame, path: Path, title: st
 
     studies = list(dict.fromkeys(frame["case_study"]))
     panels = (("naive", "naive (labeled only)", "#7f7f7f"),
-              ("augmented", "PPI++ (with predictions)", "#1f77b4"))
+              ("augmented", "augmented = PPI++ (labels + predictions)", "#1f77b4"))
     fig, axes = plt.subplots(len(studies), 2, figsize=(10, 2.6 * len(studies) + 0.8),
                              squeeze=False, sharex="row", sharey="row")
     for row, study in zip(axes, studies, strict=True):

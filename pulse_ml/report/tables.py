@@ -8,6 +8,11 @@ from collections.abc import Sequence
 import pandas as pd
 
 
+def level_pct(alpha: float) -> str:
+    """The interval level of ``alpha`` as people read it: 0.05 -> "95", 0.1 -> "90"."""
+    return f"{100 * (1 - float(alpha)):.4g}"
+
+
 def _fmt(value, digits: int) -> str:
     if value is None:
         return ""

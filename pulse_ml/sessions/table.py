@@ -1,6 +1,6 @@
 """Validate a session table against the contract and return it typed.
 
-The contract (see ``design.md``): one row per session with ``session_id`` (unique),
+The contract (the project's design card): one row per session with ``session_id`` (unique),
 ``condition``, ``rating`` (mean segment rating in [1, 5], empty = unlabeled), optional
 ``user_id``, ``case_study``, ``n_ratings`` and ``started_at`` (when the session started: ISO
 8601 or epoch seconds, read as UTC), and the feature columns of the chosen feature set.
@@ -34,18 +34,19 @@ _EPOCH_MAX = 1e10  # epoch seconds up to the year 2286; larger numbers look like
 _TIME_FIX = "Use ISO 8601 (e.g. 2025-06-02T14:03:00Z; no offset = UTC) or epoch seconds."
 
 
-def _where(frame: pd.DataFrame, mask: np.ndarray | pd.Series, first_row: int = 0) -> str:
-    """Describe the first offending rows: 1-based file row number and session_id.
+def _where(frame: pd.DataFrame, mask: np.ndarray | pd.Series, first_row: int = 0,
+           id_column: str = "session_id") -> str:
+    """Describe the first offending rows: 1-based file row number and ``id_column``.
 
     ``first_row`` is the 0-based file position of ``frame``'s first row (chunked reads).
     """
     idx = np.flatnonzero(np.asarray(mask))
     parts = []
     for i in idx[:_SHOW]:
-        sid = frame["session_id"].iloc[i] if "session_id" in frame else None
+        sid = frame[id_column].iloc[i] if id_column in frame else None
         part = f"row {first_row + i + 1}"
         if sid is not None and not pd.isna(sid):
-            part += f" (session_id={shorten(sid)})"
+            part += f" ({id_column}={shorten(sid)})"
         parts.append(part)
     more = f" and {len(idx) - _SHOW} more" if len(idx) > _SHOW else ""
     return f"{len(idx)} row(s): {', '.join(parts)}{more}"
@@ -74,14 +75,18 @@ def _check_columns(frame: pd.DataFrame, features: FeatureSet) -> list[str]:
 
 
 def _numeric(frame: pd.DataFrame, col: str, problems: list[str],
-             first_row: int = 0) -> pd.Series:
+             first_row: int = 0, fix: str = "Use numbers only.") -> pd.Series:
     raw = frame[col]
     num = pd.to_numeric(raw, errors="coerce") if raw.dtype != bool else raw.astype(float)
     bad = num.isna() & raw.notna() & (raw.astype(str).str.strip() != "")
     if bad.any():
         problems.append(f"column '{col}': non-numeric values ({_bad_values(raw, bad)}) in "
-                        f"{_where(frame, bad, first_row)}. Use numbers only.")
+                        f"{_where(frame, bad, first_row)}. {fix}")
     return num.astype(float)
+
+
+# Public names for the other tables' checks (pairs, predictor columns): one wording of bad rows.
+where_rows, bad_values, numeric_column = _where, _bad_values, _numeric
 
 
 def _check_rating(frame: pd.DataFrame, problems: list[str]) -> pd.Series:

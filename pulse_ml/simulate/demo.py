@@ -1,6 +1,8 @@
-"""Demo data: simulator settings from config, the demo folder, and creating it on first use.
+"""Demo data: the demo folder, writing it, and creating it on first use.
 
 ``train`` and ``pipeline`` call :func:`ensure_demo_data`; ``simulate`` calls :func:`write_demo`.
+No config is read here: the simulator's settings come typed (``pulse_ml.settings.
+simulator_settings`` reads them at the job edge).
 """
 
 from __future__ import annotations
@@ -14,74 +16,14 @@ from pulse_ml.errors import PulseError
 from pulse_ml.paths import project_root
 
 if TYPE_CHECKING:
-    from pulse_ml.config import Node
+    from collections.abc import Callable
+
     from pulse_ml.simulate.generator import SimulateSettings
 
 
 def default_demo_path() -> Path:
     """Where ``pulse-ml simulate`` writes the demo session table by default."""
     return project_root() / "data" / "demo" / "sessions.parquet"
-
-
-def settings_from_config(cfg: Node) -> SimulateSettings:
-    """Turn the composed config into frozen ``SimulateSettings`` (the only place reading cfg)."""
-    from pulse_ml.config import load_yaml, number
-    from pulse_ml.paths import catalog_dir
-    from pulse_ml.simulate.generator import CaseStudySpec, SimulateSettings
-
-    specs = []
-    for name, effect in (cfg.get("effects") or {}).items():
-        path = catalog_dir("case_studies") / f"{name}.yaml"
-        if not path.is_file():
-            known = sorted(p.stem for p in (catalog_dir("case_studies")).glob("*.yaml"))
-            raise PulseError(f"pulse-ml simulate: effects.{name}: no case study {path}. "
-                             f"Known: {', '.join(known)}; remove the key or add the YAML file.")
-        case = load_yaml(path)
-        try:
-            value = float(effect)
-        except (TypeError, ValueError):
-            raise PulseError(f"pulse-ml simulate: effects.{name}={effect!r} is not a number "
-                             f"(rating units, e.g. 0.05).") from None
-        specs.append(CaseStudySpec(str(case.get("name", name)), str(case["control"]),
-                                   str(case["treatment"]), value))
-    v = "simulate"
-
-    def user(key: str, default: float) -> float:
-        if cfg.select(f"users.{key}") is None:
-            return default
-        return number(cfg, f"users.{key}", v, 0, None)
-
-    return SimulateSettings(
-        seed=number(cfg, "seed", v, integer=True),
-        n_labeled=number(cfg, "n_labeled", v, 1, None, integer=True),
-        unlabeled_ratio=number(cfg, "unlabeled_ratio", v, 0, None),
-        signal=number(cfg, "signal", v), mean_rating=number(cfg, "mean_rating", v, 1, 5),
-        case_studies=tuple(specs),
-        labeled_per_arm=number(cfg, "labeled_per_arm", v, 1, None, integer=True),
-        min_labeled_per_arm=number(cfg, "min_labeled_per_arm", v, 0, None, integer=True),
-        default_condition=str(cfg.default_condition),
-        extra_sessions_mean=user("extra_sessions_mean", 1.4),
-        extra_sessions_dispersion=user("extra_sessions_dispersion", 0.25),
-        rater_sd=user("rater_sd", 1.0),
-        label_message_elasticity=number(cfg, "label_message_elasticity", v),
-        feature_shift_scale=number(cfg, "feature_shift_scale", v),
-        mc_sessions=number(cfg, "mc_sessions", v, 1, None, integer=True),
-        days=number(cfg, "days", v, 1, None, integer=True) if "days" in cfg else 21,
-        start_date=_start_date(cfg),
-        text_signal=(number(cfg, "text_signal", v, 0, None)
-                     if cfg.select("text_signal") is not None else 0.5),
-    )
-
-
-def _start_date(cfg: Node) -> str:
-    import pandas as pd
-
-    raw = cfg.get("start_date", "2025-06-02")
-    try:
-        return pd.Timestamp(str(raw)).strftime("%Y-%m-%d")
-    except (TypeError, ValueError):
-        raise PulseError(f"pulse-ml simulate: start_date={raw!r} is not a date; use YYYY-MM-DD, "
-                         "e.g. start_date=2025-06-02.") from None
 
 
 def write_demo(settings: SimulateSettings, out: Path, events: bool = False,
@@ -121,17 +63,25 @@ def write_demo(settings: SimulateSettings, out: Path, events: bool = False,
     return result, figures, ref, paths, n_events
 
 
-def ensure_demo_data(path: str | Path, allowed: bool) -> None:
-    """Write the default demo data into ``path``'s folder when ``path`` is the absent demo table."""
+def ensure_demo_data(path: str | Path, allowed: bool,
+                     settings: Callable[[Path], SimulateSettings] | None = None) -> None:
+    """Write the default demo data into ``path``'s folder when ``path`` is the absent demo table.
+
+    Args:
+        path: The session table a verb was asked to read.
+        allowed: ``data.simulate_if_missing``.
+        settings: Typed simulator settings for an output folder (called only when the data is
+            written; default ``pulse_ml.settings.simulator_settings`` of ``conf/simulate.yaml``).
+    """
     path = Path(path)
     if path.exists() or not allowed or path.name != "sessions.parquet":
         return
-    from pulse_ml.config import compose
+    if settings is None:
+        from pulse_ml.settings import default_simulator_settings as settings
 
     print(f"no demo data yet: simulating it into {path.parent}\n  (`pulse-ml simulate` prints "
-          "the full calibration table)")
-    result, figures, ref, _, _ = write_demo(
-        settings_from_config(compose("simulate", [f"out={path.parent}"])), path.parent)
+          "the calibration table)")
+    result, figures, ref, _, _ = write_demo(settings(path.parent), path.parent)
     labeled = result.sessions["rating"].notna()
     print(f"  {len(result.sessions):,} sessions, {int(labeled.sum()):,} rated, mean rating "
           f"{result.sessions.loc[labeled, 'rating'].mean():.2f} (paper 4.07), Bayes-optimal "

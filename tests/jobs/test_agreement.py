@@ -80,7 +80,7 @@ def test_missing_pairs_path_and_bad_score_column(tmp_path):
     s_path, p_path, _ = _files(tmp_path)
     frame = pd.read_csv(s_path).assign(judge_1=["5", "x", "3", "2", "1", "3"])
     frame.to_csv(s_path, index=False)
-    with pytest.raises(PulseError, match=r"column 'judge_1': non-numeric scores \('x'\)"):
+    with pytest.raises(PulseError, match=r"column 'judge_1': non-numeric values \('x'\) in 1 row"):
         agreement.run(compose("agreement", [f"pairs.path={p_path}", f"data.path={s_path}",
                                             "predictors={j:[column:judge_1]}",
                                             f"output={tmp_path / 'o'}"]))

@@ -31,11 +31,61 @@ def test_help_imports_no_heavy_library():
 
 
 def test_every_verb_has_help_and_a_composable_config(cli):
-    for verb in ("simulate", "validate", "train", "infer", "audit", "plan", "pipeline",
-                 "compare", "promote"):
+    from pulse_ml.config import defaults_of, group_options
+
+    for verb in VERBS:
         res = cli(verb, "--help")
         assert res.returncode == 0, (verb, res.stderr)
         assert f"pulse-ml {verb}:" in res.stdout and "composed config" in res.stdout
+        wide = [line for line in res.stdout.splitlines() if len(line) > 100]
+        assert wide == [], (verb, wide)
+        lines = res.stdout.splitlines()
+        for group, default in defaults_of(verb).items():  # each group lists all its options
+            listed = [line for line in lines if line.startswith(f"  {group}: ")]
+            assert listed, (verb, group)
+            shown = {o.strip().rstrip("*") for o in listed[0].split(": ", 1)[1].split(",")}
+            assert shown == set(group_options(group)), (verb, group, shown)
+            assert default == "None" or f"{default}*" in listed[0]
+
+
+def test_type_error_is_reported_before_heavy_imports():
+    """A mistyped number is refused by the pre-Hydra check: no Hydra, MLflow or pandas."""
+    code = ("import sys; from pulse_ml.cli import main\n"
+            "try:\n    main(['train', 'tuning.n_trials=five'])\n"
+            "except SystemExit as e:\n    print('EXIT', e.code)\n"
+            "heavy = [m for m in ('mlflow', 'sklearn', 'optuna', 'pandas', 'hydra', 'omegaconf')"
+            " if m in sys.modules]; print('HEAVY', heavy)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    assert "EXIT 2" in res.stdout and "HEAVY []" in res.stdout, res.stdout + res.stderr
+    assert "tuning.n_trials='five' is not a whole number (default" in res.stderr
+    assert "[0, inf]" not in res.stderr
+
+
+def test_n_trials_range_says_at_least_one_for_a_new_study(pulse_home, cli):
+    res = cli("train", "tuning.n_trials=-1")
+    assert res.returncode == 2 and "tuning.n_trials=-1 is out of range" in res.stderr
+    assert "[1, inf]" in res.stderr, res.stderr
+
+
+def test_sweep_checks_every_combination_before_the_first_run(small_demo, pulse_home, cli):
+    for bad, message in (("tuning.n_trials=1,five", "tuning.n_trials='five' is not"),
+                         ("model=mean,lightgbn", "Did you mean model=lightgbm?"),
+                         ("cv.n_splits=2,1", "cv.n_splits=1 is out of range")):
+        res = cli("train", "-m", f"data.path={small_demo}", "progress=false", "model=mean",
+                  bad)
+        assert res.returncode == 2 and message in res.stderr, (bad, res.stderr)
+        assert "[1/2]" not in res.stdout, bad  # nothing ran
+
+
+def test_no_registered_model_is_said_before_the_data_is_read(pulse_home, cli, tmp_path):
+    """infer/audit/monitor look the champion up first: the absent table is never reached."""
+    absent = tmp_path / "absent.parquet"
+    for verb, extra in (("infer", []), ("audit", ["case_study=plan"]), ("monitor", [])):
+        res = cli(verb, f"data.path={absent}", *extra)
+        assert res.returncode == 2, (verb, res.stderr)
+        assert "no model is registered" in res.stderr, (verb, res.stderr)
+        assert "absent.parquet" not in res.stderr and "Traceback" not in res.stderr
 
 
 def test_unknown_verb_and_override(cli):
@@ -67,6 +117,8 @@ def test_configs_ship_inside_the_package():
 
 @pytest.mark.parametrize("verb,override,message", [
     ("train", "tuning.n_trials=abc", "tuning.n_trials='abc' is not a whole number"),
+    ("judge", "judge.concurrency=abc", "judge.concurrency='abc' is not a whole number"),
+    ("simulate", "events=no_way", "events='no_way' is not true or false"),
     ("train", "seed=abc", "seed='abc' is not a whole number"),
     ("train", "cv.n_splits=1", "cv.n_splits=1 is out of range"),
     ("infer", "alpha=2", "alpha=2 is out of range"),
@@ -99,11 +151,27 @@ def test_typos_get_did_you_mean(args, hint, pulse_home, cli):
         assert "Available options in 'model'" in res.stderr  # Hydra's list is kept
 
 
-def test_every_verb_fits_100_columns_on_the_demo(small_demo, pulse_home, cli):
-    """train, infer, compare, audit and plan print nothing wider than 100 columns."""
+def test_every_verb_fits_100_columns_on_the_demo(small_demo, pulse_home, cli, tmp_path):
+    """pipeline, train, infer, compare, audit and plan print nothing wider than 100 columns.
+
+    The pipeline runs with its progress output on and alpha 0.1, so its tables and footnote
+    must say 90%.
+    """
+    own = tmp_path / "pipeline_home"  # its own store: its versions do not enter `compare` below
+    (own / "mlruns").mkdir(parents=True)
+    res = cli("pipeline", f"data.path={small_demo}", "families=[mean,lightgbm]",
+              "tuning.n_trials=2", "promotion.n_boot=200", "promotion.alpha=0.1",
+              "infer.alpha=0.1", f"infer.output={own / 'pipe'}",
+              env={"PULSE_HOME": str(own),
+                   "MLFLOW_TRACKING_URI": f"sqlite:///{own / 'mlruns' / 'mlflow.db'}"})
+    assert res.returncode == 0, res.stderr
+    lines = (res.stdout + res.stderr).splitlines()
+    assert [line for line in lines if len(line) > 100 and " " in line.strip()] == []
+    text = " ".join(res.stdout.split())  # footnotes wrap at 100 columns
+    assert "effect [90% CI]" in text and "(90% user bootstrap)" in text
+    assert "95%" not in text
     runs = [
-        ("train", f"data.path={small_demo}", "model=lightgbm", "tuning.n_trials=2",
-         "progress=false"),
+        ("train", f"data.path={small_demo}", "model=lightgbm", "tuning.n_trials=2"),
         ("infer", f"data.path={small_demo}", "permutations=200"),
         ("compare",),
         ("audit", "case_study=plan", f"data.path={small_demo}", "replications=20",

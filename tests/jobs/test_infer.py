@@ -36,6 +36,16 @@ def test_infer_from_champion_writes_results_and_logs(small_demo, pulse_home, reg
         assert (out / name).is_file(), name
     meta = json.loads((out / "effects.json").read_text())
     assert meta["model_version"] == registered.version and meta["valid_intervals"]
+    # The CI reduction does not apply to naive rows: null in JSON, blank in CSV and Markdown.
+    red = {r["estimator"]: r["ci_reduction_pct"] for r in meta["effects"]}
+    assert red["naive"] is None and isinstance(red["augmented"], float)
+    csv = pd.read_csv(out / "effects.csv")
+    assert csv.loc[csv["estimator"] == "naive", "ci_reduction_pct"].isna().all()
+    assert csv.loc[csv["estimator"] == "augmented", "ci_reduction_pct"].notna().all()
+    md = [line.split("|") for line in (out / "effects.md").read_text().splitlines()
+          if line.startswith("| ")]
+    col = [c.strip() for c in md[0]].index("ci_reduction_pct")
+    assert {r[col].strip() for r in md[1:] if r[4].strip() == "naive"} == {""}
     assert meta["n_labeled_with_oof"] == int(pd.read_parquet(small_demo)["rating"].notna().sum())
     exp = mlflow.MlflowClient().get_experiment_by_name("pulse-infer")
     runs = mlflow.search_runs([exp.experiment_id])
@@ -167,3 +177,23 @@ def test_plan_estimates_the_users_design_effect(small_demo, pulse_home, register
     n_given = int(given.stdout.split("naive A/B test :")[1].split()[0].replace(",", ""))
     n_est = int(res.stdout.split("naive A/B test :")[1].split()[0].replace(",", ""))
     assert n_given > n_est  # a design effect of 2 needs more labels than the estimated one
+
+
+def test_interval_warnings_reach_report_html(small_demo, pulse_home, registered, tmp_path):
+    """A small arm's warning is printed, kept in effects.json and shown on report.html."""
+    import html
+
+    frame = pd.read_parquet(small_demo)
+    arm = (frame["case_study"] == "plan") & (frame["condition"] == "show-plan")
+    rated = frame.index[arm & frame["rating"].notna()]
+    frame.loc[rated[20:], "rating"] = np.nan  # 20 labeled sessions left (< 30): a warning
+    frame.loc[rated[20:], "n_ratings"] = 0
+    path = tmp_path / "few.parquet"
+    frame.to_parquet(path)
+    out = tmp_path / "infer"
+    _infer(path, f"output={out}", "case_studies=[plan]")
+    warnings = json.loads((out / "effects.json").read_text())["warnings"]["plan"]
+    assert any("treatment arm" in w for w in warnings)
+    page = html.unescape((out / "report.html").read_text())
+    for w in warnings:
+        assert f'class="warning">plan: {w}' in page

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pandas as pd
 
 from pulse_ml.config import compose
-from pulse_ml.simulate.demo import settings_from_config
+from pulse_ml.settings import simulator_settings as settings_from_config
 from pulse_ml.simulate.generator import simulate
 
 SMALL = ["n_labeled=400", "labeled_per_arm=40", "min_labeled_per_arm=30", "mc_sessions=40000"]
@@ -22,7 +22,7 @@ def _cli() -> list[str]:
 def test_cli_writes_files_and_prints_the_table(tmp_path):
     out = tmp_path / "demo"
     proc = subprocess.run([*_cli(), "simulate", f"out={out}", "seed=5", "events=true",
-                           "events_limit=30", *SMALL],
+                           "events_limit=30", "verbose=true", *SMALL],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout
@@ -63,6 +63,25 @@ def test_cli_bad_settings_exit_2_with_one_message(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert "effects.nope" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_short_summary_by_default_and_flags_read_as_flags(tmp_path):
+    """verbose=false (default) prints a few rows and how to see all; events=no means no events."""
+    out = tmp_path / "demo"
+    proc = subprocess.run([*_cli(), "simulate", f"out={out}", "events=no", *SMALL],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    table = proc.stdout.split("\n\n")[0].splitlines()
+    assert len(table) <= 12 and "true effect plan" in proc.stdout
+    assert "prevalence git_push" not in proc.stdout and "verbose=true" in proc.stdout
+    assert not (out / "events").exists()
+    for override, message in (("events=maybe", "events='maybe' is not true or false"),
+                              ("verbose=sometimes", "verbose='sometimes' is not true or false"),
+                              ("events_limit=abc", "events_limit='abc' is not a whole number")):
+        proc = subprocess.run([*_cli(), "simulate", f"out={tmp_path / 'x'}", override, *SMALL],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2 and message in proc.stderr, (override, proc.stderr)
+        assert "Traceback" not in proc.stderr
 
 
 def test_cli_help_shows_the_docstring():

@@ -7,7 +7,7 @@ import pytest
 
 from pulse_ml.config import compose
 from pulse_ml.errors import PulseError
-from pulse_ml.simulate.demo import settings_from_config
+from pulse_ml.settings import simulator_settings as settings_from_config
 from pulse_ml.simulate.generator import FEATURE_COLUMNS, ID_COLUMNS, TEXT_COLUMN, simulate
 from pulse_ml.simulate.model import CATEGORIES, SENTIMENTS
 from pulse_ml.simulate.summary import calibration_figures, rank_biserial

@@ -9,7 +9,7 @@ import pytest
 
 from pulse_ml.config import compose
 from pulse_ml.errors import PulseError
-from pulse_ml.simulate.demo import settings_from_config
+from pulse_ml.settings import simulator_settings as settings_from_config
 from pulse_ml.simulate.generator import simulate
 
 SMALL = dict(n_labeled=400, labeled_per_arm=40, min_labeled_per_arm=30, mc_sessions=20_000)
