@@ -128,3 +128,83 @@ def test_settings_and_model_problems_are_clear(ensemble, small_demo, tmp_path):
                             family=ensemble.family, oof=ensemble.oof.iloc[:0])
     with pytest.raises(PulseError, match="honest=false"):
         _score(no_oof, small_demo, tmp_path / "o.parquet", chunk_size=10)
+
+
+@pytest.fixture(scope="module")
+def other_table(small_demo) -> pd.DataFrame:
+    """Another simulation (seed 8): its ids restart at s000000, so they collide with training."""
+    from pulse_ml.simulate.generator import CaseStudySpec, SimulateSettings, simulate
+
+    return simulate(SimulateSettings(
+        seed=8, n_labeled=600, unlabeled_ratio=4.0, labeled_per_arm=80, min_labeled_per_arm=40,
+        mc_sessions=20_000, signal=2.0,
+        case_studies=(CaseStudySpec("plan", "no-plan", "show-plan", 0.031),
+                      CaseStudySpec("claude4_vs_gpt5", "claude-4-sonnet", "gpt-5",
+                                    -0.069)))).sessions
+
+
+def _collisions(ensemble, table):
+    """Rows of ``table`` whose id is a training id, and which of them also share the features."""
+    from pulse_ml.models.honest_lookup import fingerprint
+
+    oof = ensemble.oof.set_index("session_id")
+    ids = table["session_id"].astype(str)
+    collide = ids.isin(oof.index).to_numpy()
+    same = np.zeros(len(table), dtype=bool)
+    fp = fingerprint(table[collide], ensemble.features)
+    same[collide] = fp == oof.loc[ids[collide], "fingerprint"].to_numpy().astype(np.uint64)
+    return collide, same
+
+
+def test_colliding_ids_of_another_table_do_not_take_oof_predictions(ensemble, other_table,
+                                                                    tmp_path):
+    """The honesty hole: id-only matching gave another session's OOF value, flagged honest."""
+    src = tmp_path / "other.parquet"
+    other_table.to_parquet(src, index=False)
+    collide, same = _collisions(ensemble, other_table)
+    assert collide.sum() == len(ensemble.oof)  # every training id is reused by the other table
+    assert (collide & ~same).sum() > 0.9 * collide.sum()  # ... by other sessions
+    result = _score(ensemble, src, tmp_path / "s.parquet", chunk_size=700)
+    got = pd.read_parquet(tmp_path / "s.parquet")
+    mean = ensemble.predict(other_table)
+    mismatched = collide & ~same
+    np.testing.assert_allclose(got["prediction"].to_numpy()[~same], mean[~same], rtol=1e-12)
+    assert got["honest"].to_numpy().tolist() == same.astype(int).tolist()
+    assert result.n_honest == int(same.sum()) and result.n_mismatched == int(mismatched.sum())
+    assert any(f"{int(mismatched.sum())} session(s) share a session_id" in n
+               for n in result.notes)
+    # the same rows through the in-memory path (used by infer): identical decisions
+    preds, used = ensemble.honest_predict(other_table)
+    assert used.tolist() == same.tolist()
+    np.testing.assert_allclose(got["prediction"].to_numpy(), preds, rtol=1e-12, atol=1e-12)
+
+
+def test_infer_path_gives_colliding_labeled_sessions_the_ensemble_mean(ensemble, other_table,
+                                                                       frame):
+    from pulse_ml.inference.honest import honest_data
+
+    collide, same = _collisions(ensemble, other_table)
+    data = honest_data(other_table, "other.parquet", ensemble, only=[])
+    labeled = data.table.labeled
+    mean = ensemble.predict(data.table.frame)
+    np.testing.assert_allclose(data.predictions[~same], mean[~same], rtol=1e-12)
+    assert data.n_with_oof == int((same & labeled).sum())
+    n_lab = int((collide & ~same & labeled).sum())
+    assert n_lab > 100
+    assert any(f"({n_lab} labeled) share a session_id" in n for n in data.notes)
+    # the training table itself: every labeled session keeps its out-of-fold prediction
+    own = honest_data(frame, "train.parquet", ensemble, only=[])
+    assert own.n_with_oof == int(frame["rating"].notna().sum())
+    assert not any("share a session_id" in n for n in own.notes)
+
+
+def test_old_model_without_fingerprints_matches_ids_and_says_so(ensemble, other_table,
+                                                                tmp_path):
+    old = type(ensemble)(models=ensemble.models, features=ensemble.features,
+                         family=ensemble.family, oof=ensemble.oof.drop(columns="fingerprint"))
+    src = tmp_path / "other.parquet"
+    other_table.to_parquet(src, index=False)
+    result = _score(old, src, tmp_path / "s.parquet", chunk_size=1000)
+    collide, _ = _collisions(ensemble, other_table)
+    assert result.n_honest == int(collide.sum()) and result.n_mismatched == 0
+    assert len(result.notes) == 1 and "before out-of-fold fingerprints" in result.notes[0]
