@@ -52,6 +52,7 @@ class ScoreSettings:
     progress: bool = True
     fast: bool = True  # FastPredictor (shared transform, distinct rows, native threads)
     threads: int = 0  # native predict threads; 0 = the cores available to this process
+    cache_rows: int = 200_000  # distinct encoded rows remembered across chunks; 0 = no cache
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,8 @@ def preflight(path: Path, out: Path, settings: ScoreSettings) -> list[str]:
     """
     if settings.chunk_size < 1:
         raise PulseError(f"chunk_size={settings.chunk_size}: must be >= 1 (rows per chunk).")
+    if settings.cache_rows < 0:
+        raise PulseError(f"cache_rows={settings.cache_rows}: must be >= 0 (0 = no cache).")
     if out.suffix.lower() not in PARQUET:
         raise PulseError(f"out={out}: the output is a Parquet file; use a .parquet name.")
     if out.resolve() == path.resolve():
@@ -155,7 +158,8 @@ def score_file(ensemble, path: str | os.PathLike[str], out: str | os.PathLike[st
     if settings.fast:
         from pulse_ml.models.fast_predict import FastPredictor
 
-        predictor = FastPredictor(ensemble, threads=settings.threads)
+        predictor = FastPredictor(ensemble, threads=settings.threads,
+                                  cache_rows=settings.cache_rows)
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + ".partial")
     start = time.perf_counter()
