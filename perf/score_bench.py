@@ -2,6 +2,12 @@
 
 Run: /work/venv/bin/python perf/score_bench.py [--rows 1000000] [--labeled 5000]
      [--model lightgbm] [--chunk 100000] [--workdir DIR [--reuse]] [--only N,...]
+     [--baseline SRC_DIR] [--repeat K]
+
+``--baseline SRC_DIR`` (a checkout of an older pulse_ml, e.g. ``git archive <commit> | tar -x``)
+adds "chunked BASE": the default fast path of that code, run in the same way; ``--repeat K``
+interleaves K rounds of every configuration (on shared CPUs, compare runs of one round and
+the best of each configuration, not numbers from different moments).
 
 1. Generates a session table with the demo simulator (vectorized; ``n_labeled`` rated sessions
    plus unlabeled ones up to ``--rows``) and writes it as Parquet (100k-row row groups and one
@@ -155,6 +161,9 @@ def main() -> None:
     parser.add_argument("--only", default=None,
                         help="comma-separated 1-based indices of the configurations to run")
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="source tree of an older pulse_ml to time as 'chunked BASE'")
+    parser.add_argument("--repeat", type=int, default=1, help="rounds of every configuration")
     parser.add_argument("--reuse", action="store_true",
                         help="reuse the table and registered model of a previous --workdir run")
     args = parser.parse_args()
@@ -183,10 +192,16 @@ def main() -> None:
               + (f" {'tracemalloc MB':>15s}" if args.tracemalloc else ""))
         if args.only:
             runs = [runs[int(i) - 1] for i in args.only.split(",")]
-        for label, mode, src, chunk in runs:
+        if args.baseline is not None:
+            runs.insert(0, ("parquet (100k row groups)", "chunked BASE", paths["parquet_rg100k"],
+                            args.chunk))
+        base_env = (None if args.baseline is None else
+                    {**env, "PYTHONPATH": str(args.baseline.resolve())})
+        for label, mode, src, chunk in [run for _ in range(args.repeat) for run in runs]:
             kind = ("memory" if mode == "in memory" else
                     "stream_old" if mode.endswith("OLD") else "stream")
-            r = measure(kind, src, workdir / "out.parquet", chunk, args.tracemalloc, env)
+            r = measure(kind, src, workdir / "out.parquet", chunk, args.tracemalloc,
+                        base_env if mode.endswith("BASE") else env)
             peak = r["peak_rss_scoring_mb"]
             print(f"{label:27s} {mode:11s} {r['rows']:9,d} {r['wall_s']:7.1f} "
                   f"{r['rows'] / r['wall_s']:9,.0f} "

@@ -12,8 +12,8 @@ exactly like :meth:`CrossFitEnsemble.honest_predict`; the output column ``honest
 them. Score reads no ratings, so the renamed-training-session check of ``infer``
 (:meth:`CrossFitEnsemble.honesty`, features *and rating* equal to a training session's) cannot
 run here: features alone repeat between genuinely different sessions (they are discrete), so
-refusing on them would refuse honest tables. A scored table that is later combined with ratings
-goes through ``infer``, which runs that check.
+refusing on them would refuse honest tables. ``infer`` computes its own predictions from the
+table with ratings and runs that check there.
 """
 
 from __future__ import annotations
@@ -167,7 +167,8 @@ def score_file(ensemble, path: str | os.PathLike[str], out: str | os.PathLike[st
     bar = tqdm(total=count_rows(path), desc=f"scoring {path.name}", unit="row",
                unit_scale=True, disable=not settings.progress)
     try:
-        with pq.ParquetWriter(partial, OUTPUT_SCHEMA) as writer:
+        # no dictionary for the (unique) ids and the predictions: 4x faster to write
+        with pq.ParquetWriter(partial, OUTPUT_SCHEMA, use_dictionary=["honest"]) as writer:
             for chunk in iter_chunks(path, needed, settings.chunk_size,
                                      features.of_kind("text")):
                 n_chunks += 1

@@ -110,6 +110,7 @@ class HonestLookup:
             raise PulseError("the model's out-of-fold table has duplicate session ids; "
                              "re-train it on a table with unique session_id values.")
         self._values = oof["prediction"].to_numpy(dtype=float)
+        self._arrow = None  # the ids as an Arrow array, built on first use
         self.checked = FINGERPRINT in oof.columns
         self._fingerprints = (oof[FINGERPRINT].to_numpy().astype(np.uint64)
                               if self.checked else None)
@@ -123,8 +124,21 @@ class HonestLookup:
         return () if self.checked else (UNCHECKED_NOTE,)
 
     def positions(self, ids) -> np.ndarray:
-        """Position of each id in the OOF table, -1 when absent (one hash probe per row)."""
-        return self._index.get_indexer(pd.Index(np.asarray(ids).astype(str)))
+        """Position of each id in the OOF table, -1 when absent (one hash probe per row).
+
+        ``pyarrow.compute.index_in`` on the Arrow strings (pandas' default string storage), so
+        a 10^5-row chunk costs ~10 ms instead of ~90 ms through numpy unicode and ``Index``.
+        """
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if self._arrow is None:
+            self._arrow = pa.array(self._index.to_numpy().astype(str), type=pa.string())
+        if not isinstance(ids, pd.Series) or not pd.api.types.is_string_dtype(ids.dtype):
+            ids = pd.Series(np.asarray(ids)).astype(str)
+        found = pc.index_in(pa.array(ids, type=pa.string(), from_pandas=True),
+                            value_set=self._arrow)
+        return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.intp, copy=False)
 
     def match(self, frame: pd.DataFrame) -> OofMatch:
         """Match the rows of a session table (``session_id`` and the model's features).
@@ -132,7 +146,7 @@ class HonestLookup:
         Fingerprints are computed only for rows whose id matched (at most the number of
         training sessions), so a 10^6-row chunk of new sessions costs one id probe per row.
         """
-        pos = self.positions(frame[ID].to_numpy())
+        pos = self.positions(frame[ID])
         id_matched = pos >= 0
         used = id_matched.copy()
         if self.checked and id_matched.any():

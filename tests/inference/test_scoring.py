@@ -208,3 +208,33 @@ def test_old_model_without_fingerprints_matches_ids_and_says_so(ensemble, other_
     collide, _ = _collisions(ensemble, other_table)
     assert result.n_honest == int(collide.sum()) and result.n_mismatched == 0
     assert len(result.notes) == 1 and "before out-of-fold fingerprints" in result.notes[0]
+
+
+def test_cache_rows_is_a_setting_and_does_not_change_predictions(ensemble, small_demo,
+                                                                 tmp_path):
+    from pulse_ml.jobs import score
+
+    job = score.settings_from_config(compose("score", ["cache_rows=1234", "engine=spark",
+                                                       "data.path=s3a://bucket/sessions/"]))
+    assert job.settings.cache_rows == 1234
+    assert job.data_path == "s3a://bucket/sessions/"  # not collapsed to s3a:/ by Path()
+    with pytest.raises(PulseError, match="cache_rows=-1 is out of range"):
+        score.settings_from_config(compose("score", ["cache_rows=-1"]))
+    outs = []
+    for rows in (0, 50, 200_000):
+        out = tmp_path / f"c{rows}.parquet"
+        score_file(ensemble, small_demo, out, ScoreSettings(chunk_size=500, progress=False,
+                                                            cache_rows=rows))
+        outs.append(pd.read_parquet(out))
+    for other in outs[1:]:
+        pd.testing.assert_frame_equal(outs[0], other)
+
+
+def test_lookup_matches_ids_of_any_dtype(ensemble, frame):
+    from pulse_ml.models.honest_lookup import HonestLookup
+
+    oof = ensemble.oof.assign(session_id=np.arange(len(ensemble.oof)).astype(str))
+    lookup = HonestLookup(oof, ensemble.features)
+    assert lookup.positions(pd.Series([3, 10**9, 0])).tolist() == [3, -1, 0]
+    assert lookup.positions(np.array(["0", "x", "2"], dtype=object)).tolist() == [0, -1, 2]
+    assert lookup.positions(pd.Series(["1", "2"], dtype="string")).tolist() == [1, 2]
