@@ -18,7 +18,9 @@ the best of each configuration, not numbers from different moments).
    ``score_file`` in one chunk, and the plain in-memory path (``read_parquet`` +
    ``honest_predict`` + ``to_parquet``). Peak RSS is measured for the scoring step only (the
    kernel's high-water mark is reset after the model is loaded: ``/proc/self/clear_refs``), plus
-   the process-wide ``ru_maxrss`` and, with ``--tracemalloc``, the peak of Python/numpy
+   the process-wide ``ru_maxrss``, the CPU time of the scoring step (``time.process_time``, all
+   threads: less sensitive than wall time to other jobs on shared cores) and, with
+   ``--tracemalloc``, the peak of Python/numpy
    allocations (tracemalloc does not see pyarrow's allocator and slows the run).
 """
 
@@ -60,7 +62,7 @@ except OSError:
 if trace:
     import tracemalloc
     tracemalloc.start()
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 if mode == "memory":
     frame = pd.read_parquet(src) if src.endswith(".parquet") else pd.read_csv(src)
     preds, used = ensemble.honest_predict(frame)
@@ -71,8 +73,8 @@ else:
     fast = mode == "stream"   # "stream_old": the plain CrossFitEnsemble.predict path
     n = score_file(ensemble, src, out,
                    ScoreSettings(chunk_size=chunk, progress=False, fast=fast)).n_rows
-wall = time.perf_counter() - t0
-res = {"rows": n, "wall_s": wall, "rss_before_mb": base / 1024,
+wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+res = {"rows": n, "wall_s": wall, "cpu_s": cpu, "rss_before_mb": base / 1024,
        "peak_rss_scoring_mb": rss_kb("VmHWM") / 1024 if reset else None,
        "ru_maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 if trace:
@@ -187,7 +189,8 @@ def main() -> None:
                 ("parquet (1 row group)", "chunked", paths["parquet_1rg"], args.chunk),
                 ("csv", "chunked", paths["csv"], args.chunk),
                 ("csv", "one chunk", paths["csv"], 10**9)]
-        print(f"\n{'input':27s} {'mode':11s} {'rows':>9s} {'wall s':>7s} {'rows/s':>9s} "
+        print(f"\n{'input':27s} {'mode':11s} {'rows':>9s} {'wall s':>7s} {'cpu s':>6s} "
+              f"{'rows/s':>9s} "
               f"{'peak RSS scoring MB':>20s} {'ru_maxrss MB':>13s}"
               + (f" {'tracemalloc MB':>15s}" if args.tracemalloc else ""))
         if args.only:
@@ -203,7 +206,7 @@ def main() -> None:
             r = measure(kind, src, workdir / "out.parquet", chunk, args.tracemalloc,
                         base_env if mode.endswith("BASE") else env)
             peak = r["peak_rss_scoring_mb"]
-            print(f"{label:27s} {mode:11s} {r['rows']:9,d} {r['wall_s']:7.1f} "
+            print(f"{label:27s} {mode:11s} {r['rows']:9,d} {r['wall_s']:7.1f} {r['cpu_s']:6.1f} "
                   f"{r['rows'] / r['wall_s']:9,.0f} "
                   f"{'n/a' if peak is None else f'{peak:.0f}':>20s} {r['ru_maxrss_mb']:13.0f}"
                   + (f" {r['tracemalloc_peak_mb']:15.0f}" if args.tracemalloc else ""))
