@@ -243,10 +243,11 @@ def score_spark(ensemble, model_uri: str, path: str | os.PathLike[str],
             from pyspark.sql.functions import pandas_udf
 
             @pandas_udf("boolean")
-            def same(frame, stored):  # runs in the workers: hashes only id-matched rows
-                return same_fingerprint(frame, stored, features)
+            def same(frame, stored, has):  # runs in the workers: hashes only id-matched rows
+                return same_fingerprint(frame, stored, has, features)
 
-            match = same(feats, F.col("oof_fingerprint"))
+            match = same(feats, F.coalesce(F.col("oof_fingerprint"), F.lit(0).cast("long")),
+                         F.col("oof_prediction").isNotNull())
         else:
             match = F.col("oof_prediction").isNotNull()
         scored = joined.select(

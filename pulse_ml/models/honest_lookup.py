@@ -175,16 +175,18 @@ class HonestLookup:
                              "oof_prediction": self._values, "oof_fingerprint": fps})
 
 
-def same_fingerprint(features_frame: pd.DataFrame, stored: pd.Series,
+def same_fingerprint(features_frame: pd.DataFrame, stored: pd.Series, has: pd.Series,
                      features: FeatureSet) -> pd.Series:
     """For a Spark pandas UDF: per row, does the feature fingerprint equal ``stored`` (int64)?
 
-    Rows with ``stored`` missing (no id match) are False and are not hashed.
+    ``has`` marks rows with an id match; only those are hashed, the others are False. Pass
+    ``stored`` without nulls (``coalesce(oof_fingerprint, 0)``): Arrow hands a nullable long
+    column to pandas as float64, which cannot hold 64-bit fingerprints exactly.
     """
     out = np.zeros(len(stored), dtype=bool)
-    has = stored.notna().to_numpy()
-    if has.any():
-        rows = np.flatnonzero(has)
+    mask = has.to_numpy(dtype=bool)
+    if mask.any():
+        rows = np.flatnonzero(mask)
         fp = fingerprint(features_frame.iloc[rows].reset_index(drop=True), features)
-        out[rows] = fp.view(np.int64) == stored.to_numpy()[rows].astype(np.int64)
+        out[rows] = fp.view(np.int64) == stored.to_numpy(dtype=np.int64)[rows]
     return pd.Series(out)

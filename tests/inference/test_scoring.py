@@ -238,3 +238,19 @@ def test_lookup_matches_ids_of_any_dtype(ensemble, frame):
     assert lookup.positions(pd.Series([3, 10**9, 0])).tolist() == [3, -1, 0]
     assert lookup.positions(np.array(["0", "x", "2"], dtype=object)).tolist() == [0, -1, 2]
     assert lookup.positions(pd.Series(["1", "2"], dtype="string")).tolist() == [1, 2]
+
+
+def test_spark_fingerprint_check_is_exact_for_64_bit_values(ensemble, frame):
+    """The pandas UDF's comparison (no Spark needed): full 64-bit precision, only id matches."""
+    from pulse_ml.models.honest_lookup import HonestLookup, same_fingerprint
+
+    table = HonestLookup(ensemble.oof, ensemble.features).broadcast_table()
+    rows = frame.set_index("session_id").loc[table["session_id"]].reset_index()
+    feats = rows[ensemble.features.names]
+    stored = table["oof_fingerprint"]
+    has = pd.Series(np.arange(len(rows)) % 3 != 0)
+    got = same_fingerprint(feats, stored, has, ensemble.features).to_numpy()
+    assert got.tolist() == has.tolist()  # the training rows themselves: equal where checked
+    # a fingerprint off by one in its lowest bit (lost in a float64 round trip) is refused
+    assert not same_fingerprint(feats, stored + 1, has, ensemble.features).to_numpy().any()
+    assert np.abs(stored.to_numpy()).max() > 2**53  # float64 could not hold these exactly
