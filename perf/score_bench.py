@@ -117,7 +117,7 @@ def generate(workdir: Path, rows: int, labeled: int, seed: int) -> dict[str, Pat
     forked child starts with the parent's resident pages).
     """
     proc = subprocess.run([sys.executable, "-c", GEN, str(workdir), str(rows), str(labeled),
-                           str(seed)], capture_output=True, text=True)
+                           str(seed)], capture_output=True, text=True, cwd=workdir)
     if proc.returncode != 0:
         sys.exit(f"generation failed:\n{proc.stderr}")
     info = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -145,8 +145,11 @@ def train(workdir: Path, data: Path, model: str, env: dict[str, str]) -> None:
 def measure(mode: str, src: Path, out: Path, chunk: int, trace: bool,
             env: dict[str, str]) -> dict:
     """Score once in a fresh subprocess; returns its measurements."""
+    # cwd = the table's folder: ``python -c`` puts the cwd first on sys.path, and a checkout's
+    # pulse_ml there would shadow the PYTHONPATH of --baseline
     proc = subprocess.run([sys.executable, "-c", CHILD, mode, str(src), str(out), str(chunk),
-                           "1" if trace else "0"], env=env, capture_output=True, text=True)
+                           "1" if trace else "0"], env=env, capture_output=True, text=True,
+                          cwd=src.parent)
     if proc.returncode != 0:
         sys.exit(f"scoring failed ({mode} {src.name}):\n{proc.stderr}")
     return json.loads(proc.stdout.strip().splitlines()[-1])

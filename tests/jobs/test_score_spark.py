@@ -138,3 +138,11 @@ def test_spark_refuses_csv_and_bad_values_before_scoring(small_demo, pulse_home,
     res = cli("score", "engine=spark", "spark_master='local[1]'",
               f"data.path={pulse_home / 'nowhere'}", f"out={out}", "progress=false")
     assert res.returncode == 2 and "Spark cannot read it as Parquet" in res.stderr, res.stderr
+
+    short = pulse_home / "short_dir"
+    short.mkdir()
+    bad.drop(columns=["git_rebase"]).to_parquet(short / "part-0.parquet", index=False)
+    res = cli("score", "engine=spark", "spark_master='local[1]'", f"data.path={short}",
+              f"out={out}", "progress=false")
+    assert res.returncode == 2 and "missing column(s) 'git_rebase'" in res.stderr, res.stderr
+    assert not out.exists()
