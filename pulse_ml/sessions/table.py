@@ -77,9 +77,9 @@ def _numeric(frame: pd.DataFrame, col: str, problems: list[str],
              first_row: int = 0) -> pd.Series:
     raw = frame[col]
     num = pd.to_numeric(raw, errors="coerce") if raw.dtype != bool else raw.astype(float)
-    bad = num.isna() & raw.notna()
-    if bad.any():  # blank strings count as missing, not as non-numeric
-        bad[bad] = raw[bad].astype(str).str.strip() != ""
+    bad = np.array(num.isna() & raw.notna(), dtype=bool)  # a writable copy
+    if bad.any():  # blank strings count as missing, not as non-numeric (checked on few cells)
+        bad[bad] = (raw[bad].astype(str).str.strip() != "").to_numpy()
     if bad.any():
         problems.append(f"column '{col}': non-numeric values ({_bad_values(raw, bad)}) in "
                         f"{_where(frame, bad, first_row)}. Use numbers only.")
