@@ -2,6 +2,12 @@
 
 Run: /work/venv/bin/python perf/score_bench.py [--rows 1000000] [--labeled 5000]
      [--model lightgbm] [--chunk 100000] [--workdir DIR [--reuse]] [--only N,...]
+     [--baseline SRC_DIR] [--repeat K]
+
+``--baseline SRC_DIR`` (a checkout of an older pulse_ml, e.g. ``git archive <commit> | tar -x``)
+adds "chunked BASE": the default fast path of that code, run in the same way; ``--repeat K``
+interleaves K rounds of every configuration (on shared CPUs, compare runs of one round and
+the best of each configuration, not numbers from different moments).
 
 1. Generates a session table with the demo simulator (vectorized; ``n_labeled`` rated sessions
    plus unlabeled ones up to ``--rows``) and writes it as Parquet (100k-row row groups and one
@@ -12,7 +18,9 @@ Run: /work/venv/bin/python perf/score_bench.py [--rows 1000000] [--labeled 5000]
    ``score_file`` in one chunk, and the plain in-memory path (``read_parquet`` +
    ``honest_predict`` + ``to_parquet``). Peak RSS is measured for the scoring step only (the
    kernel's high-water mark is reset after the model is loaded: ``/proc/self/clear_refs``), plus
-   the process-wide ``ru_maxrss`` and, with ``--tracemalloc``, the peak of Python/numpy
+   the process-wide ``ru_maxrss``, the CPU time of the scoring step (``time.process_time``, all
+   threads: less sensitive than wall time to other jobs on shared cores) and, with
+   ``--tracemalloc``, the peak of Python/numpy
    allocations (tracemalloc does not see pyarrow's allocator and slows the run).
 """
 
@@ -54,7 +62,7 @@ except OSError:
 if trace:
     import tracemalloc
     tracemalloc.start()
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 if mode == "memory":
     frame = pd.read_parquet(src) if src.endswith(".parquet") else pd.read_csv(src)
     preds, used = ensemble.honest_predict(frame)
@@ -65,8 +73,8 @@ else:
     fast = mode == "stream"   # "stream_old": the plain CrossFitEnsemble.predict path
     n = score_file(ensemble, src, out,
                    ScoreSettings(chunk_size=chunk, progress=False, fast=fast)).n_rows
-wall = time.perf_counter() - t0
-res = {"rows": n, "wall_s": wall, "rss_before_mb": base / 1024,
+wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+res = {"rows": n, "wall_s": wall, "cpu_s": cpu, "rss_before_mb": base / 1024,
        "peak_rss_scoring_mb": rss_kb("VmHWM") / 1024 if reset else None,
        "ru_maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 if trace:
@@ -109,7 +117,7 @@ def generate(workdir: Path, rows: int, labeled: int, seed: int) -> dict[str, Pat
     forked child starts with the parent's resident pages).
     """
     proc = subprocess.run([sys.executable, "-c", GEN, str(workdir), str(rows), str(labeled),
-                           str(seed)], capture_output=True, text=True)
+                           str(seed)], capture_output=True, text=True, cwd=workdir)
     if proc.returncode != 0:
         sys.exit(f"generation failed:\n{proc.stderr}")
     info = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -137,8 +145,11 @@ def train(workdir: Path, data: Path, model: str, env: dict[str, str]) -> None:
 def measure(mode: str, src: Path, out: Path, chunk: int, trace: bool,
             env: dict[str, str]) -> dict:
     """Score once in a fresh subprocess; returns its measurements."""
+    # cwd = the table's folder: ``python -c`` puts the cwd first on sys.path, and a checkout's
+    # pulse_ml there would shadow the PYTHONPATH of --baseline
     proc = subprocess.run([sys.executable, "-c", CHILD, mode, str(src), str(out), str(chunk),
-                           "1" if trace else "0"], env=env, capture_output=True, text=True)
+                           "1" if trace else "0"], env=env, capture_output=True, text=True,
+                          cwd=src.parent)
     if proc.returncode != 0:
         sys.exit(f"scoring failed ({mode} {src.name}):\n{proc.stderr}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -155,6 +166,9 @@ def main() -> None:
     parser.add_argument("--only", default=None,
                         help="comma-separated 1-based indices of the configurations to run")
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="source tree of an older pulse_ml to time as 'chunked BASE'")
+    parser.add_argument("--repeat", type=int, default=1, help="rounds of every configuration")
     parser.add_argument("--reuse", action="store_true",
                         help="reuse the table and registered model of a previous --workdir run")
     args = parser.parse_args()
@@ -178,17 +192,24 @@ def main() -> None:
                 ("parquet (1 row group)", "chunked", paths["parquet_1rg"], args.chunk),
                 ("csv", "chunked", paths["csv"], args.chunk),
                 ("csv", "one chunk", paths["csv"], 10**9)]
-        print(f"\n{'input':27s} {'mode':11s} {'rows':>9s} {'wall s':>7s} {'rows/s':>9s} "
+        print(f"\n{'input':27s} {'mode':11s} {'rows':>9s} {'wall s':>7s} {'cpu s':>6s} "
+              f"{'rows/s':>9s} "
               f"{'peak RSS scoring MB':>20s} {'ru_maxrss MB':>13s}"
               + (f" {'tracemalloc MB':>15s}" if args.tracemalloc else ""))
         if args.only:
             runs = [runs[int(i) - 1] for i in args.only.split(",")]
-        for label, mode, src, chunk in runs:
+        if args.baseline is not None:
+            runs.insert(0, ("parquet (100k row groups)", "chunked BASE", paths["parquet_rg100k"],
+                            args.chunk))
+        base_env = (None if args.baseline is None else
+                    {**env, "PYTHONPATH": str(args.baseline.resolve())})
+        for label, mode, src, chunk in [run for _ in range(args.repeat) for run in runs]:
             kind = ("memory" if mode == "in memory" else
                     "stream_old" if mode.endswith("OLD") else "stream")
-            r = measure(kind, src, workdir / "out.parquet", chunk, args.tracemalloc, env)
+            r = measure(kind, src, workdir / "out.parquet", chunk, args.tracemalloc,
+                        base_env if mode.endswith("BASE") else env)
             peak = r["peak_rss_scoring_mb"]
-            print(f"{label:27s} {mode:11s} {r['rows']:9,d} {r['wall_s']:7.1f} "
+            print(f"{label:27s} {mode:11s} {r['rows']:9,d} {r['wall_s']:7.1f} {r['cpu_s']:6.1f} "
                   f"{r['rows'] / r['wall_s']:9,.0f} "
                   f"{'n/a' if peak is None else f'{peak:.0f}':>20s} {r['ru_maxrss_mb']:13.0f}"
                   + (f" {r['tracemalloc_peak_mb']:15.0f}" if args.tracemalloc else ""))

@@ -1,9 +1,10 @@
 """Honest predictions: a raw table and a cross-fit ensemble become sessions with predictions.
 
 Labeled sessions that were in the model's training data get their out-of-fold prediction
-(matched by session_id, guarded against renamed training sessions); every other session gets
-the mean of the fold models (cross-prediction PPI, see the project's design card). ``infer``,
-``audit``, ``benchmarks`` (task deltas), ``agreement`` and ``monitor`` all start here.
+(matched by session_id and feature fingerprint, :mod:`pulse_ml.models.honest_lookup`; guarded
+against renamed training sessions); every other session gets the mean of the fold models
+(cross-prediction PPI, see the project's design card). ``infer``, ``audit``, ``benchmarks``
+(task deltas), ``agreement`` and ``monitor`` all start here.
 """
 
 from __future__ import annotations
@@ -82,8 +83,11 @@ def predictions(ensemble, table: SessionTable, mode: str) -> tuple[np.ndarray, i
         raise PulseError("the model version has no out-of-fold predictions, and honest mode "
                          "(ppi.predictions=crossfit) needs them. Re-register it with "
                          "`pulse-ml train`, or use ppi.predictions=in_sample (not valid).")
-    preds, used = ensemble.honest_predict(table.frame)
-    report = ensemble.honesty(table.frame, table.labeled)
+    from pulse_ml.models.honest_lookup import mismatch_note
+
+    lookup = ensemble.honest_lookup()
+    preds, match = lookup.apply(table.frame, ensemble.predict(table.frame))
+    report = ensemble.honesty(table.frame, table.labeled, match.used)
     if report.leak_suspected:
         raise PulseError(
             f"{table.path}: {report.n_renamed_suspects} labeled session(s) have no out-of-fold "
@@ -92,15 +96,18 @@ def predictions(ensemble, table: SessionTable, mode: str) -> tuple[np.ndarray, i
             "by id). They look like training sessions under new ids; predicting them with the "
             "model would leak their labels and make the intervals invalid. Keep the session_id "
             "values the model was trained with, or re-train on this table (`pulse-ml train`).")
-    notes = []
+    notes = list(lookup.notes)
+    if match.n_mismatched:
+        n_lab = int((match.id_matched & ~match.used & table.labeled).sum())
+        notes.append(mismatch_note(match.n_mismatched, f" ({n_lab} labeled)"))
     if report.n_renamed_suspects:
         notes.append(f"{report.n_renamed_suspects} labeled session(s) without an id match have "
                      "the same features and rating as a training session (few enough to be "
                      "coincidences; re-train on this table to be sure).")
     if report.n_changed:
-        notes.append(f"{report.n_changed} labeled session(s) changed features or rating since "
-                     "training; they keep their out-of-fold prediction (honest, but for the old "
-                     "content). Re-train to use the new content.")
+        notes.append(f"{report.n_changed} labeled session(s) changed their rating since "
+                     "training; they keep their out-of-fold prediction (honest: their fold model "
+                     "never saw them). Re-train to use the new ratings.")
     if report.n_with_oof == 0 and report.n_labeled:
         notes.append(f"none of the model's {report.n_training} training sessions is in this "
                      "table: every session is predicted by the full ensemble (honest only if "

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from pulse_ml.errors import PulseError
 
@@ -31,6 +30,8 @@ class SparkScoreResult:
     n_rows: int
     n_honest: int
     seconds: float
+    n_mismatched: int = 0
+    notes: tuple[str, ...] = ()
 
 
 def require_pyspark() -> None:
@@ -56,16 +57,143 @@ def spark_session(master: str | None = None, app_name: str = "pulse-ml score"):
     return builder.getOrCreate()
 
 
+def _refuse_csv(path: str) -> None:
+    name = path.rstrip("/").lower()
+    if name.endswith((".csv", ".csv.gz", ".tsv", ".txt")):
+        raise PulseError(f"{path}: engine=spark reads Parquet (a file, a directory or an "
+                         "s3a:// / hdfs:// location), not CSV. Convert it (pulse-ml convert or "
+                         "pandas.read_csv(...).to_parquet(...)), or score it with engine=local.")
+
+
+def check_spark_paths(path: str, out: str) -> None:
+    """Refuse CSV input and ``out`` = input before Spark starts (paths stay strings)."""
+    _refuse_csv(path)
+    if out.rstrip("/") == path.rstrip("/"):
+        raise PulseError(f"out={out} is the input: choose another output location.")
+
+
+def read_sessions(spark, path: str):
+    """``spark.read.parquet(path)``; an unreadable location is one ``PulseError`` line."""
+    _refuse_csv(path)
+    try:
+        return spark.read.parquet(path)
+    except Exception as exc:  # pyspark's AnalysisException (path missing, not Parquet)
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise PulseError(f"{path}: Spark cannot read it as Parquet ({first[:300]}). Give a "
+                         "Parquet file or directory that exists, or score a local file with "
+                         "engine=local.") from None
+
+
+def _examples(frame, condition, n: int = 3) -> str:
+    rows = frame.filter(condition).select("session_id").limit(n).collect()
+    ids = ", ".join(str(r[0]) for r in rows)
+    return f" (e.g. session_id={ids})" if ids else ""
+
+
+def checked_columns(sessions, features, path: str) -> list:
+    """Check the model's columns on Spark like the local contract; return the typed columns.
+
+    One aggregation counts, per column, the values the local path refuses (missing ids,
+    missing/NaN values, non-numbers, infinite values, flags other than 0/1, negative or
+    fractional counts, unknown categories, text columns that are not strings); only when
+    something is wrong, a few example session ids per problem are fetched.
+
+    Returns:
+        Spark column expressions in ``features.columns`` order, typed like the model's training
+        data (categorical values spelled canonically, ``Fix Bugs`` -> ``fix_bugs``).
+
+    Raises:
+        DataError: every problem found, each naming the column and how many rows.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    from pulse_ml.errors import DataError
+
+    schema = {f.name: f.dataType for f in sessions.schema.fields}
+    checks: list[tuple[str, object]] = []  # (message stem, condition of a bad row)
+    sid = F.col("session_id").cast("string")
+    checks.append(("column 'session_id': empty values. Every session needs an id.",
+                   sid.isNull() | (F.trim(sid) == "")))
+    typed = []
+    for spec in features.columns:
+        name, kind, raw = spec.name, spec.kind, F.col(spec.name)
+        dtype = schema[name]
+        if kind == "text":
+            if not isinstance(dtype, (T.StringType, T.NullType)):
+                checks.append((f"column '{name}': values that are not text ({dtype.simpleString()}"
+                               "). A text feature holds the session's messages as strings "
+                               "(missing = empty text): write the text itself, or give the "
+                               "column another kind in the feature set.", raw.isNotNull()))
+            typed.append(F.coalesce(raw.cast("string"), F.lit("")).alias(name))
+            continue
+        missing = raw.isNull()
+        if isinstance(dtype, (T.FloatType, T.DoubleType)):
+            missing = missing | F.isnan(raw)
+        checks.append((f"column '{name}': empty/NaN values. Every session needs a value for "
+                       f"{kind} feature '{name}' (impute or drop those rows).", missing))
+        if kind == "categorical":
+            text = raw.cast("string")
+            if spec.values:
+                pairs = [F.lit(x) for kv in spec.canonical().items() for x in kv]
+                key = F.regexp_replace(F.lower(text), r"[\s_\-]+", "")
+                canon = F.element_at(F.create_map(*pairs), key)
+                allowed = ", ".join(spec.values)
+                checks.append((f"column '{name}': unknown category values. Allowed: {allowed}; "
+                               "case, spaces, '-' and '_' do not matter.",
+                               ~missing & canon.isNull()))
+                text = F.coalesce(canon, text)
+            typed.append(text.alias(name))
+            continue
+        num = raw.try_cast("double")  # ANSI mode: a bad string is NULL, not an error
+        checks.append((f"column '{name}': non-numeric values. Use numbers only.",
+                       ~missing & num.isNull()))
+        finite = ~F.isnan(num) & (F.abs(num) != F.lit(float("inf")))
+        checks.append((f"column '{name}': infinite values. Use finite numbers.",
+                       num.isNotNull() & ~F.isnan(num) & ~finite))
+        if kind == "flag":
+            checks.append((f"column '{name}': a 0/1 flag has other values. Use 0 or 1.",
+                           num.isNotNull() & finite & ~num.isin(0.0, 1.0)))
+        elif kind == "count":
+            checks.append((f"column '{name}': negative counts. Counts are integers >= 0.",
+                           num.isNotNull() & finite & (num < 0)))
+            checks.append((f"column '{name}': non-integer counts. Counts are integers >= 0.",
+                           num.isNotNull() & finite & (num != F.floor(num))))
+        typed.append((num if kind == "numeric" else num.cast("long")).alias(name))
+    counts = sessions.agg(*[F.sum(c.cast("long")).alias(f"c{i}")
+                            for i, (_, c) in enumerate(checks)]).collect()[0]
+    problems = []
+    for i, (stem, cond) in enumerate(checks):
+        n = int(counts[f"c{i}"] or 0)
+        if n:
+            head, _, fix = stem.partition(". ")
+            problems.append(f"{head} in {n:,} row(s){_examples(sessions, cond)}. {fix}")
+    if problems:
+        problems.append("(checked on Spark before scoring; nothing was written. Fix the rows and "
+                        "run again.)")
+        raise DataError(path, problems)
+    return typed
+
+
 def score_spark(ensemble, model_uri: str, path: str | os.PathLike[str],
                 out: str | os.PathLike[str], honest: bool = True, spark=None,
                 master: str | None = None) -> SparkScoreResult:
     """Score a Parquet session table with ``mlflow.pyfunc.spark_udf``; write Parquet ``out``.
 
+    Before any scoring, the input's columns are checked against the model
+    (``spark.read.parquet(path).columns``) and its values against the contract
+    (:func:`checked_columns`, Spark aggregations). Honest rows go through the one out-of-fold
+    lookup (:class:`~pulse_ml.models.honest_lookup.HonestLookup`): a broadcast join on
+    ``session_id``, then a pandas UDF compares the feature fingerprint of the id-matched rows
+    with the training session's, so a session of another table under a reused id keeps the
+    ensemble mean (``honest`` = 0).
+
     Args:
         ensemble: The loaded :class:`~pulse_ml.models.crossfit.CrossFitEnsemble` of
             ``model_uri`` (its feature set and out-of-fold table).
         model_uri: The MLflow model URI the UDF loads (``models:/pulse-satisfaction@champion``).
-        path: Input Parquet file or directory (any Spark-readable Parquet location).
+        path: Input Parquet file or directory, any Spark-readable location (kept as a string:
+            ``s3a://bucket/sessions/``, ``hdfs://...``, a local directory).
         out: Output Parquet directory (Spark writes one file per partition): columns
             ``session_id``, ``prediction``, ``honest``. Row order is Spark's, not the input's.
         honest: Training sessions take their out-of-fold prediction (``honest`` = 1).
@@ -76,44 +204,69 @@ def score_spark(ensemble, model_uri: str, path: str | os.PathLike[str],
         A :class:`SparkScoreResult`.
 
     Raises:
-        PulseError: pyspark missing, a missing model column (before any work), no OOF table.
+        PulseError: pyspark missing, CSV input, an unreadable location, a missing model column
+            or bad values (before any scoring), no OOF table.
     """
     require_pyspark()
     from pyspark.sql import functions as F
 
     from pulse_ml.inference.scoring import check_columns
+    from pulse_ml.models.honest_lookup import HonestLookup, mismatch_note, same_fingerprint
     from pulse_ml.registry.models import spark_udf
-    from pulse_ml.sessions.readers import input_columns
 
-    path, out = Path(path), Path(out)
+    path, out = os.fspath(path), os.fspath(out)
+    check_spark_paths(path, out)
     features = ensemble.features
     needed = ["session_id", *[c for c in features.names if c != "session_id"]]
-    check_columns(path, input_columns(path), needed, model_uri)
     oof = getattr(ensemble, "oof", None)
     if honest and (oof is None or len(oof) == 0):
         raise PulseError(f"{model_uri} has no out-of-fold predictions, and honest=true needs "
                          "them. Re-register it with `pulse-ml train`, or use honest=false.")
+    lookup = HonestLookup(oof, features) if honest else None
     spark = spark or spark_session(master)
+    sessions = read_sessions(spark, path)
+    check_columns(path, sessions.columns, needed, model_uri)
     start = time.perf_counter()
+    cols = checked_columns(sessions, features, path)
     predict = spark_udf(spark, model_uri)
-    cast = {"categorical": "string", "count": "long", "flag": "long", "numeric": "double",
-            "text": "string"}
-    sessions = spark.read.parquet(str(path))
-    cols = [F.col(c.name).cast(cast[c.kind]).alias(c.name) for c in features.columns]
-    scored = sessions.select(F.col("session_id").cast("string").alias("session_id"),
-                             predict(F.struct(*cols)).alias("prediction"))
-    if honest:
-        table = spark.createDataFrame(
-            oof[["session_id", "prediction"]].astype({"session_id": str})
-            .rename(columns={"prediction": "oof_prediction"}))
-        scored = (scored.join(F.broadcast(table), on="session_id", how="left")
-                  .withColumn("honest", F.col("oof_prediction").isNotNull().cast("tinyint"))
-                  .withColumn("prediction", F.coalesce("oof_prediction", "prediction")))
+    sid = F.col("session_id").cast("string").alias("session_id")
+    if lookup is None:
+        scored = sessions.select(sid, predict(F.struct(*cols)).alias("prediction"),
+                                 F.lit(0).cast("tinyint").alias("honest"))
+        mismatched = 0
     else:
-        scored = scored.withColumn("honest", F.lit(0).cast("tinyint"))
-    scored = scored.select("session_id", "prediction", "honest")
-    scored.write.mode("overwrite").parquet(str(out))
-    written = spark.read.parquet(str(out))
+        table = spark.createDataFrame(lookup.broadcast_table())
+        joined = (sessions.select(sid, *cols)
+                  .join(F.broadcast(table), on="session_id", how="left"))
+        feats = F.struct(*[F.col(c.name) for c in features.columns])
+        if lookup.checked:
+            from pyspark.sql.functions import pandas_udf
+
+            @pandas_udf("boolean")
+            def same(frame, stored, has):  # runs in the workers: hashes only id-matched rows
+                return same_fingerprint(frame, stored, has, features)
+
+            match = same(feats, F.coalesce(F.col("oof_fingerprint"), F.lit(0).cast("long")),
+                         F.col("oof_prediction").isNotNull())
+        else:
+            match = F.col("oof_prediction").isNotNull()
+        scored = joined.select(
+            "session_id", predict(feats).alias("model_prediction"),
+            F.col("oof_prediction"), match.alias("same"))
+        use = F.col("oof_prediction").isNotNull() & F.col("same")
+        scored = scored.select(
+            "session_id",
+            F.when(use, F.col("oof_prediction")).otherwise(F.col("model_prediction"))
+            .alias("prediction"),
+            use.cast("tinyint").alias("honest"))
+    scored.write.mode("overwrite").parquet(out)
+    written = spark.read.parquet(out)
     counts = written.agg(F.count("*").alias("n"), F.sum("honest").alias("h")).collect()[0]
-    return SparkScoreResult(str(path), str(out), int(counts["n"]), int(counts["h"] or 0),
-                            time.perf_counter() - start)
+    if lookup is not None:  # id-matched rows that kept the ensemble mean (features differ)
+        mismatched = (written.filter(F.col("honest") == 0).select("session_id")
+                      .join(F.broadcast(table.select("session_id")), on="session_id").count())
+    notes = list(lookup.notes) if lookup is not None else []
+    if mismatched:
+        notes.append(mismatch_note(mismatched))
+    return SparkScoreResult(path, out, int(counts["n"]), int(counts["h"] or 0),
+                            time.perf_counter() - start, mismatched, tuple(notes))

@@ -17,6 +17,10 @@ Examples:
 ``engine=spark`` scores a Parquet table with ``mlflow.pyfunc.spark_udf`` (Spark local mode, or
 ``spark_master=spark://host:7077`` / ``$SPARK_MASTER`` for a cluster) and writes ``out`` as a
 Parquet directory (Spark's row order); predictions and ``honest`` flags equal engine=local.
+Its ``data.path`` is any Parquet location Spark reads (a file, a directory such as Spark's own
+output, ``s3a://bucket/sessions/``, ``hdfs://...``); CSV is refused (convert it to Parquet).
+A session gets its out-of-fold prediction only when its ``session_id`` and its feature values
+equal a training session's; sessions of another table under a reused id get the fold-model mean.
 """
 
 from __future__ import annotations
@@ -33,8 +37,8 @@ class ScoreJob:
     """Typed settings of ``pulse-ml score``."""
 
     model_uri: str
-    data_path: Path
-    out: Path
+    data_path: str  # a string: engine=spark reads s3a://, hdfs:// or directories
+    out: str
     settings: ScoreSettings
     engine: str = "local"
     spark_master: str | None = None
@@ -47,15 +51,17 @@ def settings_from_config(cfg) -> ScoreJob:
     chunk_size = number(cfg, "chunk_size", "score", 1, None, integer=True)
     honest = flag(cfg, "honest", "score")
     threads = number(cfg, "threads", "score", 0, None, integer=True, optional=True)
+    cache_rows = number(cfg, "cache_rows", "score", 0, None, integer=True)
     engine = choice(cfg, "engine", "score", {
         "local": "stream the table on this machine (chunks, bounded memory)",
         "spark": "mlflow.pyfunc.spark_udf on Spark (local mode or spark_master)"})
     master = None if is_missing(cfg, "spark_master") else str(cfg.select("spark_master"))
-    return ScoreJob(model_uri=str(cfg.model_uri), data_path=Path(str(cfg.data.path)),
-                    out=Path(str(cfg.out)),
+    return ScoreJob(model_uri=str(cfg.model_uri), data_path=str(cfg.data.path),
+                    out=str(cfg.out),
                     settings=ScoreSettings(chunk_size=chunk_size, honest=honest,
                                            progress=flag(cfg, "progress", "score", True),
-                                           threads=int(threads or 0)),
+                                           threads=int(threads or 0),
+                                           cache_rows=int(cache_rows)),
                     engine=str(engine),
                     spark_master=master)
 
@@ -65,9 +71,9 @@ def run(cfg) -> ScoreResult:
     from pulse_ml.registry import models
 
     job = settings_from_config(cfg)
-    preflight(job.data_path, job.out, job.settings)  # fail fast, before loading the model
-    if job.engine == "spark":
+    if job.engine == "spark":  # no local preflight: the input may be s3a:// or a directory
         return _run_spark(job)
+    preflight(Path(job.data_path), Path(job.out), job.settings)  # fail fast, before the model
     ensemble, version = models.load_model(job.model_uri)
     label = job.model_uri + (f" (version {version.version})" if version is not None else "")
     mode = ("honest (out-of-fold for training sessions)" if job.settings.honest
@@ -78,21 +84,27 @@ def run(cfg) -> ScoreResult:
     rate = result.n_rows / result.seconds if result.seconds > 0 else float("inf")
     say(f"scored {result.n_rows} sessions in {result.n_chunks} chunk(s), {result.seconds:.1f} s "
           f"({rate:,.0f} rows/s); {result.n_honest} got their out-of-fold prediction")
+    for note in result.notes:
+        say(f"note: {note}")
     say(f"written to {result.out}")
     return result
 
 
 def _run_spark(job: ScoreJob):
     """``engine=spark``: :func:`pulse_ml.inference.spark_scoring.score_spark`."""
-    from pulse_ml.inference.spark_scoring import require_pyspark, score_spark
+    from pulse_ml.inference.spark_scoring import check_spark_paths, require_pyspark, score_spark
     from pulse_ml.registry import models
 
     require_pyspark()  # before loading anything
+    check_spark_paths(job.data_path, job.out)
     ensemble, _ = models.load_model(job.model_uri)
     say(f"scoring {job.data_path} on Spark ({job.spark_master or 'local[*]'}) with "
           f"{job.model_uri} through mlflow.pyfunc.spark_udf")
     result = score_spark(ensemble, job.model_uri, job.data_path, job.out,
                          honest=job.settings.honest, master=job.spark_master)
     say(f"scored {result.n_rows} sessions in {result.seconds:.1f} s; {result.n_honest} got "
-          f"their out-of-fold prediction\nwritten to {result.out} (a Parquet directory)")
+          "their out-of-fold prediction")
+    for note in result.notes:
+        say(f"note: {note}")
+    say(f"written to {result.out} (a Parquet directory)")
     return result

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from pulse_ml.errors import PulseError
+from pulse_ml.models.honest_lookup import FINGERPRINT, fingerprint
 from pulse_ml.models.preprocess import feature_frame
 from pulse_ml.sessions.feature_sets import FeatureSet
 
@@ -26,7 +26,9 @@ class CrossFitEnsemble:
         models: One fitted Pipeline per fold.
         features: The feature set the models read.
         family: Model family name.
-        oof: DataFrame with session_id, fold, prediction, rating for the training sessions.
+        oof: DataFrame with session_id, fold, prediction, rating, content (hash of features
+            and rating) and fingerprint (hash of the features,
+            :func:`pulse_ml.models.honest_lookup.fingerprint`) for the training sessions.
     """
 
     models: Sequence
@@ -42,47 +44,59 @@ class CrossFitEnsemble:
             preds += model.predict(X)
         return preds / len(self.models)
 
+    def honest_lookup(self):
+        """The :class:`~pulse_ml.models.honest_lookup.HonestLookup` of this ensemble's OOF table."""
+        from pulse_ml.models.honest_lookup import HonestLookup
+
+        return HonestLookup(self.oof, self.features)
+
+    def honest_match(self, frame: pd.DataFrame):
+        """Honest predictions and how rows matched: ``(predictions, OofMatch)``.
+
+        A row gets its out-of-fold prediction only when its ``session_id`` and its feature
+        fingerprint equal a training session's (:mod:`pulse_ml.models.honest_lookup`); every
+        other row gets the ensemble mean.
+        """
+        return self.honest_lookup().apply(frame, self.predict(frame))
+
     def honest_predict(self, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         """Predictions that never use a model on a session it was trained on.
 
-        Sessions that were in the training data (matched by ``session_id``) get their
+        Training sessions (same ``session_id`` and the same feature values) get their
         out-of-fold prediction; all others get the ensemble mean.
 
         Returns:
             ``(predictions, used_oof)`` where ``used_oof`` marks rows that got an OOF value.
         """
-        preds = self.predict(frame)
-        lookup = pd.Series(
-            self.oof["prediction"].to_numpy(), index=self.oof["session_id"].astype(str)
-        )
-        if not lookup.index.is_unique:
-            raise PulseError("the model's out-of-fold table has duplicate session ids; "
-                             "re-train it on a table with unique session_id values.")
-        matched = frame["session_id"].astype(str).map(lookup)
-        used = matched.notna().to_numpy()
-        preds[used] = matched.to_numpy(dtype=float)[used]
-        return preds, used
+        preds, match = self.honest_match(frame)
+        return preds, match.used
 
-    def honesty(self, frame: pd.DataFrame, labeled: np.ndarray) -> HonestyReport:
+    def honesty(self, frame: pd.DataFrame, labeled: np.ndarray,
+                used: np.ndarray | None = None) -> HonestyReport:
         """Check that training sessions are recognised in ``frame`` (see :class:`HonestyReport`).
 
-        A labeled session that has no out-of-fold match by id but the same content (features
-        and rating) as a training session is most likely that session under a new id: the
+        A labeled session that has no out-of-fold match but the same content (features and
+        rating) as a training session is most likely that session under a new id: the
         ensemble mean would then predict it with models that saw its label.
+
+        Args:
+            frame: The validated session table.
+            labeled: Per row, True when the session has a rating.
+            used: Rows that got an OOF prediction (default: :meth:`honest_match` of ``frame``).
         """
-        ids = frame["session_id"].astype(str)
-        known = ids.isin(set(self.oof["session_id"].astype(str))).to_numpy()
-        unmatched = labeled & ~known
+        if used is None:
+            used = self.honest_lookup().match(frame).used
+        known = labeled & used
+        unmatched = labeled & ~used
         suspects = changed = 0
         if "content" in self.oof.columns and labeled.any():
             content = content_hash(frame, self.features)
-            train_content = set(self.oof["content"].astype("uint64").tolist())
-            suspects = int(np.isin(content[unmatched], list(train_content)).sum())
-            by_id = pd.Series(self.oof["content"].astype("uint64").to_numpy(),
-                              index=self.oof["session_id"].astype(str))
-            m = labeled & known
-            changed = int((by_id.reindex(ids[m]).to_numpy() != content[m]).sum())
-        return HonestyReport(n_labeled=int(labeled.sum()), n_with_oof=int((labeled & known).sum()),
+            train_content = self.oof["content"].to_numpy().astype("uint64")
+            suspects = int(np.isin(content[unmatched], train_content).sum())
+            by_id = pd.Series(train_content, index=self.oof["session_id"].astype(str))
+            ids = frame["session_id"].astype(str)
+            changed = int((by_id.reindex(ids[known]).to_numpy() != content[known]).sum())
+        return HonestyReport(n_labeled=int(labeled.sum()), n_with_oof=int(known.sum()),
                              n_training=len(self.oof), n_renamed_suspects=suspects,
                              n_changed=changed)
 
@@ -97,8 +111,8 @@ class HonestyReport:
         n_training: Sessions the model was trained on.
         n_renamed_suspects: Labeled sessions without an id match whose features and rating
             equal a training session's (probably renamed: a leak if predicted by the ensemble).
-        n_changed: Labeled sessions matched by id whose features or rating changed since
-            training (their OOF prediction is still honest but describes the old content).
+        n_changed: Labeled sessions matched by id and features whose rating changed since
+            training (their OOF prediction is still honest: fold model k never saw them).
     """
 
     n_labeled: int
@@ -154,6 +168,7 @@ def fit_crossfit(
             "prediction": oof,
             "rating": y,
             "content": content_hash(frame, features),
+            FINGERPRINT: fingerprint(frame, features),
         }
     )
     return CrossFitEnsemble(models=models, features=features, family=family, oof=table)

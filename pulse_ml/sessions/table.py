@@ -78,7 +78,9 @@ def _numeric(frame: pd.DataFrame, col: str, problems: list[str],
              first_row: int = 0, fix: str = "Use numbers only.") -> pd.Series:
     raw = frame[col]
     num = pd.to_numeric(raw, errors="coerce") if raw.dtype != bool else raw.astype(float)
-    bad = num.isna() & raw.notna() & (raw.astype(str).str.strip() != "")
+    bad = np.array(num.isna() & raw.notna(), dtype=bool)  # a writable copy
+    if bad.any():  # blank strings count as missing, not as non-numeric (checked on few cells)
+        bad[bad] = (raw[bad].astype(str).str.strip() != "").to_numpy()
     if bad.any():
         problems.append(f"column '{col}': non-numeric values ({_bad_values(raw, bad)}) in "
                         f"{_where(frame, bad, first_row)}. {fix}")
@@ -147,8 +149,13 @@ def _check_feature(frame: pd.DataFrame, spec, problems: list[str],
         if spec.values:
             # Case, spaces, '-' and '_' do not matter, and declared aliases count: the table
             # gets the canonical value ('Fix Bugs' -> fix_bugs).
-            keys = values.str.casefold().str.replace(r"[\s_\-]+", "", regex=True)
-            canonical = keys.map(spec.canonical())
+            # the regex runs once per distinct value (a few), not once per row
+            codes, uniques = pd.factorize(values)
+            keys = pd.Series(uniques, dtype="string").str.casefold().str.replace(
+                r"[\s_\-]+", "", regex=True)
+            mapped = keys.map(spec.canonical()).to_numpy(dtype=object, na_value=None)
+            canonical = pd.Series(np.append(mapped, None)[codes], index=values.index,
+                                  dtype="string")
             unknown = (~missing & canonical.isna()).to_numpy()
             if unknown.any():
                 aliases = getattr(spec, "aliases", ())

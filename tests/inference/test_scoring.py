@@ -128,3 +128,129 @@ def test_settings_and_model_problems_are_clear(ensemble, small_demo, tmp_path):
                             family=ensemble.family, oof=ensemble.oof.iloc[:0])
     with pytest.raises(PulseError, match="honest=false"):
         _score(no_oof, small_demo, tmp_path / "o.parquet", chunk_size=10)
+
+
+@pytest.fixture(scope="module")
+def other_table(small_demo) -> pd.DataFrame:
+    """Another simulation (seed 8): its ids restart at s000000, so they collide with training."""
+    from pulse_ml.simulate.generator import CaseStudySpec, SimulateSettings, simulate
+
+    return simulate(SimulateSettings(
+        seed=8, n_labeled=600, unlabeled_ratio=4.0, labeled_per_arm=80, min_labeled_per_arm=40,
+        mc_sessions=20_000, signal=2.0,
+        case_studies=(CaseStudySpec("plan", "no-plan", "show-plan", 0.031),
+                      CaseStudySpec("claude4_vs_gpt5", "claude-4-sonnet", "gpt-5",
+                                    -0.069)))).sessions
+
+
+def _collisions(ensemble, table):
+    """Rows of ``table`` whose id is a training id, and which of them also share the features."""
+    from pulse_ml.models.honest_lookup import fingerprint
+
+    oof = ensemble.oof.set_index("session_id")
+    ids = table["session_id"].astype(str)
+    collide = ids.isin(oof.index).to_numpy()
+    same = np.zeros(len(table), dtype=bool)
+    fp = fingerprint(table[collide], ensemble.features)
+    same[collide] = fp == oof.loc[ids[collide], "fingerprint"].to_numpy().astype(np.uint64)
+    return collide, same
+
+
+def test_colliding_ids_of_another_table_do_not_take_oof_predictions(ensemble, other_table,
+                                                                    tmp_path):
+    """The honesty hole: id-only matching gave another session's OOF value, flagged honest."""
+    src = tmp_path / "other.parquet"
+    other_table.to_parquet(src, index=False)
+    collide, same = _collisions(ensemble, other_table)
+    assert collide.sum() == len(ensemble.oof)  # every training id is reused by the other table
+    assert (collide & ~same).sum() > 0.9 * collide.sum()  # ... by other sessions
+    result = _score(ensemble, src, tmp_path / "s.parquet", chunk_size=700)
+    got = pd.read_parquet(tmp_path / "s.parquet")
+    mean = ensemble.predict(other_table)
+    mismatched = collide & ~same
+    np.testing.assert_allclose(got["prediction"].to_numpy()[~same], mean[~same], rtol=1e-12)
+    assert got["honest"].to_numpy().tolist() == same.astype(int).tolist()
+    assert result.n_honest == int(same.sum()) and result.n_mismatched == int(mismatched.sum())
+    assert any(f"{int(mismatched.sum())} session(s) share a session_id" in n
+               for n in result.notes)
+    # the same rows through the in-memory path (used by infer): identical decisions
+    preds, used = ensemble.honest_predict(other_table)
+    assert used.tolist() == same.tolist()
+    np.testing.assert_allclose(got["prediction"].to_numpy(), preds, rtol=1e-12, atol=1e-12)
+
+
+def test_infer_path_gives_colliding_labeled_sessions_the_ensemble_mean(ensemble, other_table,
+                                                                       frame):
+    from pulse_ml.inference.honest import honest_data
+
+    collide, same = _collisions(ensemble, other_table)
+    data = honest_data(other_table, "other.parquet", ensemble, only=[])
+    labeled = data.table.labeled
+    mean = ensemble.predict(data.table.frame)
+    np.testing.assert_allclose(data.predictions[~same], mean[~same], rtol=1e-12)
+    assert data.n_with_oof == int((same & labeled).sum())
+    n_lab = int((collide & ~same & labeled).sum())
+    assert n_lab > 100
+    assert any(f"({n_lab} labeled) share a session_id" in n for n in data.notes)
+    # the training table itself: every labeled session keeps its out-of-fold prediction
+    own = honest_data(frame, "train.parquet", ensemble, only=[])
+    assert own.n_with_oof == int(frame["rating"].notna().sum())
+    assert not any("share a session_id" in n for n in own.notes)
+
+
+def test_old_model_without_fingerprints_matches_ids_and_says_so(ensemble, other_table,
+                                                                tmp_path):
+    old = type(ensemble)(models=ensemble.models, features=ensemble.features,
+                         family=ensemble.family, oof=ensemble.oof.drop(columns="fingerprint"))
+    src = tmp_path / "other.parquet"
+    other_table.to_parquet(src, index=False)
+    result = _score(old, src, tmp_path / "s.parquet", chunk_size=1000)
+    collide, _ = _collisions(ensemble, other_table)
+    assert result.n_honest == int(collide.sum()) and result.n_mismatched == 0
+    assert len(result.notes) == 1 and "before out-of-fold fingerprints" in result.notes[0]
+
+
+def test_cache_rows_is_a_setting_and_does_not_change_predictions(ensemble, small_demo,
+                                                                 tmp_path):
+    from pulse_ml.jobs import score
+
+    job = score.settings_from_config(compose("score", ["cache_rows=1234", "engine=spark",
+                                                       "data.path=s3a://bucket/sessions/"]))
+    assert job.settings.cache_rows == 1234
+    assert job.data_path == "s3a://bucket/sessions/"  # not collapsed to s3a:/ by Path()
+    with pytest.raises(PulseError, match="cache_rows=-1 is out of range"):
+        score.settings_from_config(compose("score", ["cache_rows=-1"]))
+    outs = []
+    for rows in (0, 50, 200_000):
+        out = tmp_path / f"c{rows}.parquet"
+        score_file(ensemble, small_demo, out, ScoreSettings(chunk_size=500, progress=False,
+                                                            cache_rows=rows))
+        outs.append(pd.read_parquet(out))
+    for other in outs[1:]:
+        pd.testing.assert_frame_equal(outs[0], other)
+
+
+def test_lookup_matches_ids_of_any_dtype(ensemble, frame):
+    from pulse_ml.models.honest_lookup import HonestLookup
+
+    oof = ensemble.oof.assign(session_id=np.arange(len(ensemble.oof)).astype(str))
+    lookup = HonestLookup(oof, ensemble.features)
+    assert lookup.positions(pd.Series([3, 10**9, 0])).tolist() == [3, -1, 0]
+    assert lookup.positions(np.array(["0", "x", "2"], dtype=object)).tolist() == [0, -1, 2]
+    assert lookup.positions(pd.Series(["1", "2"], dtype="string")).tolist() == [1, 2]
+
+
+def test_spark_fingerprint_check_is_exact_for_64_bit_values(ensemble, frame):
+    """The pandas UDF's comparison (no Spark needed): full 64-bit precision, only id matches."""
+    from pulse_ml.models.honest_lookup import HonestLookup, same_fingerprint
+
+    table = HonestLookup(ensemble.oof, ensemble.features).broadcast_table()
+    rows = frame.set_index("session_id").loc[table["session_id"]].reset_index()
+    feats = rows[ensemble.features.names]
+    stored = table["oof_fingerprint"]
+    has = pd.Series(np.arange(len(rows)) % 3 != 0)
+    got = same_fingerprint(feats, stored, has, ensemble.features).to_numpy()
+    assert got.tolist() == has.tolist()  # the training rows themselves: equal where checked
+    # a fingerprint off by one in its lowest bit (lost in a float64 round trip) is refused
+    assert not same_fingerprint(feats, stored + 1, has, ensemble.features).to_numpy().any()
+    assert np.abs(stored.to_numpy()).max() > 2**53  # float64 could not hold these exactly

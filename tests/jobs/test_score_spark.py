@@ -57,3 +57,92 @@ def test_spark_missing_names_the_extra(small_demo, pulse_home):
                          timeout=120)
     assert res.returncode == 2, res.stdout + res.stderr
     assert "pip install 'pulse-ml[scale]'" in res.stderr and "Traceback" not in res.stderr
+
+
+def _other_table():
+    """Another simulation: its ids restart at s000000 and collide with the training ids."""
+    from pulse_ml.simulate.generator import CaseStudySpec
+
+    return simulate(SimulateSettings(
+        seed=8, n_labeled=600, unlabeled_ratio=4.0, labeled_per_arm=80, min_labeled_per_arm=40,
+        mc_sessions=20_000, signal=2.0,
+        case_studies=(CaseStudySpec("plan", "no-plan", "show-plan", 0.031),
+                      CaseStudySpec("claude4_vs_gpt5", "claude-4-sonnet", "gpt-5",
+                                    -0.069)))).sessions
+
+
+def test_spark_scores_a_parquet_directory_and_checks_fingerprints(small_demo, pulse_home, cli):
+    """A Parquet directory (what Spark itself writes) scores; reused ids keep the mean."""
+    trained = train.run(compose("train", [f"data.path={small_demo}", "model=lightgbm",
+                                          "tuning.n_trials=1", "progress=false"]))
+    assert trained.promoted
+    other = _other_table()
+    single = pulse_home / "other.parquet"
+    other.to_parquet(single, index=False)
+    folder = pulse_home / "other_dir"
+    folder.mkdir()
+    for i, part in enumerate(np.array_split(np.arange(len(other)), 3)):
+        other.iloc[part].to_parquet(folder / f"part-{i:05d}.parquet", index=False)
+    local, spark = pulse_home / "local.parquet", pulse_home / "spark_out"
+    res = cli("score", f"data.path={single}", f"out={local}", "progress=false")
+    assert res.returncode == 0, res.stdout + res.stderr
+    res_spark = cli("score", "engine=spark", "spark_master='local[2]'", f"data.path={folder}/",
+                    f"out={spark}", "progress=false")
+    assert res_spark.returncode == 0, res_spark.stdout + res_spark.stderr
+    a = pd.read_parquet(local)
+    b = pd.read_parquet(spark).set_index("session_id").loc[a["session_id"]].reset_index()
+    np.testing.assert_allclose(b["prediction"].to_numpy(), a["prediction"].to_numpy(),
+                               rtol=0, atol=1e-9)
+    assert b["honest"].astype(int).tolist() == a["honest"].astype(int).tolist()
+    # every training id is reused, almost always by another session: those keep the mean
+    n_train = int(pd.read_parquet(small_demo)["rating"].notna().sum())
+    n_honest = int(a["honest"].sum())
+    assert n_honest < 0.1 * n_train
+    note = f"{n_train - n_honest} session(s) share a session_id with a training session"
+    assert note in res.stdout and note in res_spark.stdout
+
+
+def test_spark_refuses_csv_and_bad_values_before_scoring(small_demo, pulse_home, cli):
+    train.run(compose("train", [f"data.path={small_demo}", "model=lightgbm",
+                                "tuning.n_trials=1", "progress=false"]))
+    csv = pulse_home / "sessions.csv"
+    pd.read_parquet(small_demo).head(10).to_csv(csv, index=False)
+    res = cli("score", "engine=spark", f"data.path={csv}", f"out={pulse_home / 'o'}")
+    assert res.returncode == 2 and "engine=spark reads Parquet" in res.stderr, res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+
+    bad = pd.read_parquet(small_demo)
+    bad["user_message_count"] = bad["user_message_count"].astype(float)
+    bad.loc[[5, 6], "user_message_count"] = [np.nan, 2.5]
+    bad.loc[7:9, "task_category"] = "write_poems"
+    bad.loc[10, "task_category"] = "Fix Bugs"  # an accepted spelling, not a problem
+    bad.loc[11, "git_push"] = 3
+    bad["git_pull"] = bad["git_pull"].astype(str)
+    bad.loc[12, "git_pull"] = "maybe"
+    folder = pulse_home / "bad_dir"
+    folder.mkdir()
+    bad.to_parquet(folder / "part-0.parquet", index=False)
+    out = pulse_home / "bad_out"
+    res = cli("score", "engine=spark", "spark_master='local[1]'", f"data.path={folder}",
+              f"out={out}", "progress=false")
+    err = res.stderr
+    assert res.returncode == 2, res.stdout + err
+    assert "column 'user_message_count': empty/NaN values in 1 row(s)" in err
+    assert f"session_id={bad.loc[5, 'session_id']}" in err
+    assert "column 'user_message_count': non-integer counts in 1 row(s)" in err
+    assert "column 'task_category': unknown category values in 3 row(s)" in err
+    assert "column 'git_push': a 0/1 flag has other values in 1 row(s)" in err
+    assert "column 'git_pull': non-numeric values in 1 row(s)" in err
+    assert "Traceback" not in err and not out.exists()
+
+    res = cli("score", "engine=spark", "spark_master='local[1]'",
+              f"data.path={pulse_home / 'nowhere'}", f"out={out}", "progress=false")
+    assert res.returncode == 2 and "Spark cannot read it as Parquet" in res.stderr, res.stderr
+
+    short = pulse_home / "short_dir"
+    short.mkdir()
+    bad.drop(columns=["git_rebase"]).to_parquet(short / "part-0.parquet", index=False)
+    res = cli("score", "engine=spark", "spark_master='local[1]'", f"data.path={short}",
+              f"out={out}", "progress=false")
+    assert res.returncode == 2 and "missing column(s) 'git_rebase'" in res.stderr, res.stderr
+    assert not out.exists()
