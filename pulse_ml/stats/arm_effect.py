@@ -130,6 +130,8 @@ class ArmComparison:
         small_sample: Whether the small-sample rules were applied.
         lam_mode: ``"joint"`` or ``"per_arm"``.
         weighted: Whether labeled sessions were weighted (shift-aware PPI++).
+        lambda_shrink: Share of the variance-minimizing lambdas that was used (the share that
+            minimizes the printed width, tuning inflation and df loss included; 0 = naive).
     """
 
     naive: Estimate
@@ -156,6 +158,7 @@ class ArmComparison:
     small_sample: bool = True
     lam_mode: str = "joint"
     weighted: bool = False
+    lambda_shrink: float = 1.0
 
 
 def theoretical_width_ratio(
@@ -388,7 +391,8 @@ def compare_arms(
                                             (cl_t, yt, ft, wt, cu_t, fut, singleton[1]))
     ]
     res = engine.solve(session_moments(arms, n_codes, singleton, unl_shift=cf), weighted=weighted,
-                       small_sample=small_sample, lam_mode=lam_mode, clustered=clustered)
+                       small_sample=small_sample, lam_mode=lam_mode, clustered=clustered,
+                       alpha=alpha)
     q_n, q_a = engine.quantile(alpha, res.naive_df)[0], engine.quantile(alpha, res.aug_df)[0]
     naive = _estimate(res.naive_effect[0], res.naive_se[0], q_n, res.naive_df[0])
     augmented = _estimate(res.aug_effect[0], res.aug_se[0], q_a, res.aug_df[0])
@@ -414,7 +418,7 @@ def compare_arms(
         n_clusters=int(res.g_any[0]) if clustered else None, alpha=float(alpha),
         n_labeled_clusters=int(res.g_lab_union[0]) if clustered else None,
         warnings=tuple(notes), small_sample=bool(small_sample), lam_mode=lam_mode,
-        weighted=weighted,
+        weighted=weighted, lambda_shrink=float(res.shrink[0]),
     )
 
 
@@ -511,7 +515,7 @@ def compare_batch(
             (cl_t, yt - cy, ft - cf, wt, cu_t, fut - cf)]
     res = engine.solve(session_moments(arms, n_codes), weighted=weighted,
                        small_sample=small_sample, lam_mode=lam_mode,
-                       clustered=any(k is not None for k in keys))
+                       clustered=any(k is not None for k in keys), alpha=alpha)
     q_n, q_a = engine.quantile(alpha, res.naive_df), engine.quantile(alpha, res.aug_df)
     w_n, w_a = 2 * q_n * res.naive_se, 2 * q_a * res.aug_se
     return BatchComparison(

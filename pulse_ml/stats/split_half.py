@@ -434,7 +434,8 @@ def split_half_audit(
         if clustered and not clusters:
             raise ValueError(f"method {method!r} is cluster-robust: audit it with clusters=True "
                              "(a session split would put one user's labels in both halves)")
-        opts = {"weighted": weighted, "small_sample": small_sample, "lam_mode": lam_mode}
+        opts = {"weighted": weighted, "small_sample": small_sample, "lam_mode": lam_mode,
+                "alpha": alpha}
         d_a, se_a, df_a, ok_a = _builtin(arms, clustered, augmented, mask, (unit_l, unit_u),
                                          "sessions" if same_half else "labels", opts)
     d_b, se_b, df_b, ok_b = _builtin(arms, clusters, False, ~mask, (unit_l, unit_u), "labels",
@@ -511,7 +512,7 @@ def labeled_unlabeled_consistency(
     ranks = rng.random((replications, labeled.size)).argsort(axis=1).argsort(axis=1)
     kept[:, labeled] = ranks >= n_hide
     kw = {"weighted": weighted, "small_sample": small_sample, "lam_mode": lam_mode,
-          "clustered": clusters}
+          "clustered": clusters, "alpha": alpha}
     full = engine.solve(_masked(base, diff, np.ones((1, strata.size), dtype=bool)), **kw)
     sub = engine.solve(_masked(base, diff, kept), **kw)
     rates = {}
