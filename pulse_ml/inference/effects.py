@@ -177,13 +177,32 @@ def analyse(table: SessionTable, preds: np.ndarray, study: CaseStudy,
     shift = labeled_shift(lab, unl, kinds) if len(unl) else pd.DataFrame()
     if len(shift):
         shift.insert(0, "case_study", study.name)
-    pred_shift = pd.DataFrame([
-        {"case_study": study.name, "arm": role, "condition": cond,
-         **asdict(prediction_shift(arm.f, arm.f_unl))}
-        for role, cond, arm in (("control", study.control, control),
-                                ("treatment", study.treatment, treatment))])
+    rows, skipped = [], []
+    for role, cond, arm in (("control", study.control, control),
+                            ("treatment", study.treatment, treatment)):
+        row, note = _prediction_shift_row(arm)
+        rows.append({"case_study": study.name, "arm": role, "condition": cond, **row,
+                     "note": note})
+        if note:
+            skipped.append(f"{role} arm '{cond}': {note}")
+    if skipped:
+        comparison = replace(comparison, warnings=(*comparison.warnings, *skipped))
     return CaseStudyResult(study, comparison, float(p_naive), feats, shift, settings.clusters,
-                           pred_shift)
+                           pd.DataFrame(rows))
+
+
+def _prediction_shift_row(arm: ArmData) -> tuple[dict, str]:
+    """The arm's labeled-vs-unlabeled prediction shift, or NaNs and why it was skipped."""
+    if arm.f.size >= 2 and arm.f_unl.size >= 2:
+        return asdict(prediction_shift(arm.f, arm.f_unl)), ""
+    nan = float("nan")
+    row = {"smd": nan, "rank_biserial": nan, "p_value": nan,
+           "mean_labeled": float(arm.f.mean()) if arm.f.size else nan,
+           "mean_unlabeled": float(arm.f_unl.mean()) if arm.f_unl.size else nan,
+           "n_labeled": int(arm.f.size), "n_unlabeled": int(arm.f_unl.size)}
+    return row, (f"prediction-shift diagnostic skipped: {arm.f.size} labeled and "
+                 f"{arm.f_unl.size} unlabeled session(s), it needs at least 2 of each "
+                 "(the interval itself is computed)")
 
 
 def _reweighted(table: SessionTable, study: CaseStudy, control: ArmData, treatment: ArmData,
