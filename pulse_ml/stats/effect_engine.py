@@ -328,6 +328,9 @@ def solve(
         g_eff, g_eff_effect = _effective_clusters(mom)
         cap = np.minimum(mom.g_lab_union, g_eff_effect) - 2.0
 
+    vecs = np.stack([c["alpha"], c["delta"], t["alpha"], t["delta"]], axis=1)
+    basis = np.einsum("rak,rkl,rbl->rab", vecs, gram, vecs)  # 4 x 4 Gram of the influence parts
+
     def evaluate(lam: Array, frac: Array | float = 1.0) -> dict[str, Array]:
         """Printed variances and df at ``lam = frac * (tuned lambda)``.
 
@@ -338,14 +341,17 @@ def solve(
         infl = (_ratio(g_lab - 1.0, g_lab - 1.0 - 2.0 * lost) if small_sample
                 else np.ones((r, 2)))
         infl = np.where(lam > 0, infl, 1.0)
-        psi0 = [arm["alpha"] + lam[:, a, None] * arm["delta"] for a, arm in enumerate(arms)]
+        # psi_a = alpha_a + lam_a delta_a in the basis (alpha_c, delta_c, alpha_t, delta_t)
+        ones = np.ones(r)
+        psi0 = [np.stack([ones, lam[:, 0], 0 * ones, 0 * ones], 1),
+                np.stack([0 * ones, 0 * ones, ones, lam[:, 1]], 1)]
         psi = [np.sqrt(infl[:, a])[:, None] * psi0[a] for a in (0, 1)]
         floor_part = np.stack([lam[:, a] ** 2 * arm["floor"] for a, arm in enumerate(arms)], 1)
-        v_arm = np.stack([_quad(psi[a], gram, psi[a]) for a in (0, 1)], 1) + infl * floor_part
+        v_arm = np.stack([_quad(psi[a], basis, psi[a]) for a in (0, 1)], 1) + infl * floor_part
         d_aug, d0 = psi[1] - psi[0], psi0[1] - psi0[0]
         out = {"lam": lam, "lost": lost, "v_arm": v_arm, "shrink": np.broadcast_to(frac, r),
-               "v": _quad(d_aug, gram, d_aug) + (infl * floor_part).sum(axis=1),
-               "v_in": _quad(d0, gram, d0) + floor_part.sum(axis=1)}
+               "v": _quad(d_aug, basis, d_aug) + (infl * floor_part).sum(axis=1),
+               "v_in": _quad(d0, basis, d0) + floor_part.sum(axis=1)}
         out["df"] = (_welch_df(v_arm, g_eff - 1.0 - lost, cap - lost.sum(axis=1))
                      if small_sample else np.full(r, np.inf))
         return out
