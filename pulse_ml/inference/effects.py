@@ -222,7 +222,20 @@ def _reweighted(table: SessionTable, study: CaseStudy, control: ArmData, treatme
     x = pd.get_dummies(sub, columns=cats, dtype=float).to_numpy(float)
     x = np.column_stack([x, rows[1][in_study].astype(float)])
     labeled = table.labeled[in_study]
-    p = crossfit_propensity(x, labeled, seed=seed, groups=codes[in_study])
+    groups = codes[in_study]
+    folds = min(5, np.unique(groups[labeled]).size, np.unique(groups[~labeled]).size)
+    if folds < 2:
+        raise PulseError(
+            f"{table.path}: case study '{study.name}': reweight=true needs labeled and unlabeled "
+            f"sessions from at least 2 users each to cross-fit P(labeled | features) (got "
+            f"{np.unique(groups[labeled]).size} and {np.unique(groups[~labeled]).size}). Run it "
+            "with reweight=false, or leave it out with case_studies=[...].")
+    try:
+        p = crossfit_propensity(x, labeled, folds=folds, seed=seed, groups=groups)
+    except (PulseError, ValueError) as exc:  # ValueError: a fold with one class only
+        raise PulseError(f"{table.path}: case study '{study.name}': reweight=true: {exc}. Run "
+                         "it with reweight=false, or leave it out with case_studies=[...]."
+                         ) from exc
     out = []
     for mask, arm in zip(rows, (control, treatment), strict=True):
         local = mask[in_study]
