@@ -264,8 +264,15 @@ def _check_arms(path: str, study: CaseStudy, control: ArmData, treatment: ArmDat
 
 
 def effects_frame(results: list[CaseStudyResult]) -> pd.DataFrame:
-    """One row per case study x estimator."""
-    return pd.DataFrame([r for res in results for r in res.rows()], columns=EFFECT_COLUMNS)
+    """One row per case study x estimator.
+
+    ``attrs``: ``alpha`` (the intervals' error level) and ``ci_label`` (``"effect [95% CI]"`` at
+    alpha 0.05), the terminal table's header.
+    """
+    frame = pd.DataFrame([r for res in results for r in res.rows()], columns=EFFECT_COLUMNS)
+    alpha = results[0].comparison.alpha if results else 0.05
+    frame.attrs.update(alpha=alpha, ci_label=f"effect [{100 * (1 - alpha):g}% CI]")
+    return frame
 
 
 def settings_dict(settings: InferenceSettings) -> dict:

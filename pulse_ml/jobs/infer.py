@@ -171,7 +171,7 @@ def printable(effects: pd.DataFrame, truth: dict[str, float]) -> pd.DataFrame:
     """
     view = pd.DataFrame({
         "case_study": effects["case_study"], "estimator": effects["estimator"],
-        "effect [95% CI]": [f"{e:+.3f} [{lo:+.3f}, {hi:+.3f}]" for e, lo, hi in
+        effects.attrs["ci_label"]: [f"{e:+.3f} [{lo:+.3f}, {hi:+.3f}]" for e, lo, hi in
                             zip(effects["effect"], effects["ci_lower"], effects["ci_upper"],
                                 strict=True)],
         "ci_red_%": effects["ci_reduction_pct"].where(effects["estimator"] == "augmented"),

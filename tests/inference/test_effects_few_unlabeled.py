@@ -66,3 +66,13 @@ def test_one_unlabeled_session_is_analysed_and_the_shift_check_is_skipped(big_n)
     assert res.comparison.augmented.ci_lower == pytest.approx(ref.augmented.ci_lower, rel=1e-12)
     assert res.comparison.augmented.ci_upper == pytest.approx(ref.augmented.ci_upper, rel=1e-12)
     assert res.comparison.n_unlabeled_control == big_n
+
+
+def test_terminal_header_follows_alpha():
+    from pulse_ml.inference.effects import effects_frame
+    from pulse_ml.jobs.infer import printable
+
+    table, study, preds = _table(300)
+    res = analyse(table, preds, study, InferenceSettings(alpha=0.1, n_permutations=100))
+    view = printable(effects_frame([res]), {})
+    assert "effect [90% CI]" in view.columns and not any("95%" in c for c in view.columns)
