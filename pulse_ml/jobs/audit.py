@@ -4,7 +4,9 @@ For ``case_study=NAME``: ``split_half.replications`` times (seeded) the case stu
 split into two independent halves; the augmented (PPI++) interval on one half and the naive one
 on the other must agree within their combined interval about 1 - alpha of the time. The pass
 rate, its Monte-Carlo error and a verdict (valid / too narrow / inconclusive) are printed, for
-the augmented and the naive method; the augmented verdict is the audit's verdict. Then the
+the augmented method (twice: equal halves, which see bias best, and half A = 30% of the users,
+which sees too-narrow variances best; each at half the level) and the naive one; the augmented
+audits make the verdict. Then the
 labeled-vs-unlabeled consistency check: R times (``replications``) it hides ``hide_share`` of the
 labels and compares with the all-labels estimate. It reacts to a labeled/unlabeled prediction
 shift (augmented rate clearly below the naive one); it is not a coverage check and its rates are
@@ -95,7 +97,8 @@ def run(cfg: Node):
     data = honest_data(raw, job.data_path, ensemble, job.case_studies, [name], mode)
     table, preds, notes = data.table, data.predictions, data.notes
     study = table.case_study(name)
-    halves = split_half(table, preds, study, settings, job.split_half_replications, job.seed)
+    result = split_half(table, preds, study, settings, job.split_half_replications, job.seed)
+    halves = result.audits
     check = consistency(table, preds, study, settings, job.replications, job.hide_share,
                         job.seed)
     from pulse_ml.report.atomic import staged_outputs
@@ -105,7 +108,8 @@ def run(cfg: Node):
              for m, a in halves.items()}
     cons = {k: v for k, v in asdict(check).items()
             if k not in ("per_replication", "case_study")}
-    summary = {"case_study": name, "mode": mode, "verdict": halves["augmented"].verdict,
+    summary = {"case_study": name, "mode": mode, "verdict": result.verdict,
+               "verdict_reason": result.reason,
                "split_half": split, "consistency": cons}
     per = pd.concat([a.per_replication.assign(method=m) for m, a in halves.items()],
                     ignore_index=True)
@@ -122,9 +126,9 @@ def run(cfg: Node):
     say("   passes when the two halves' estimates differ by no more than their intervals allow "
         f"(a valid method passes ~{nominal:.0%} of splits)")
     for method, a in halves.items():
-        say(f"   {method:9s} pass rate {a.rate:.3f} ± {a.mc_se:.3f} (Monte-Carlo s.e.)  "
-              f"-> {a.verdict}")
-    say(f"   verdict: {_verdict_sentence(halves['augmented'])}")
+        say(f"   {method.split('_')[0]:9s} half A {a.share:.0%}: pass rate {a.rate:.3f} ± "
+            f"{a.mc_se:.3f} (Monte-Carlo s.e.)  -> {a.verdict}")
+    say(f"   verdict: {_verdict_sentence(result)}")
     say("2. labeled-vs-unlabeled consistency check (not a coverage check; its rates are not "
         "compared")
     say(f"   with {nominal:.0%}): {check.replications} replications hiding "
@@ -141,12 +145,12 @@ def run(cfg: Node):
         say("   warning: in_sample predictions leak labels; this audit cannot vouch for them.")
     say(f"written: {out / f'audit_{name}.json'}, {out / f'audit_{name}.csv'}")
     if job.log_mlflow:
-        _log_run(job, halves, check, [out / f"audit_{name}.json", out / f"audit_{name}.csv"],
+        _log_run(job, result, check, [out / f"audit_{name}.json", out / f"audit_{name}.csv"],
                  version, raw)
     return summary
 
 
-def _log_run(job: AuditSettings, halves: dict, check, files: list[Path], version, raw) -> None:
+def _log_run(job: AuditSettings, result, check, files: list[Path], version, raw) -> None:
     """An ``audit-<case study>`` run in pulse-infer, tagged with and linked to the model.
 
     Metrics: ``split_half_rate_<method>``, ``split_half_mc_se_<method>`` (the audit) and the
@@ -157,14 +161,14 @@ def _log_run(job: AuditSettings, halves: dict, check, files: list[Path], version
     from pulse_ml.sessions.fingerprint import data_fingerprint
 
     metrics = {f"split_half_{k}_{m}": float(getattr(a, k))
-               for m, a in halves.items() for k in ("rate", "mc_se")}
+               for m, a in result.audits.items() for k in ("rate", "mc_se")}
     metrics.update({k: float(getattr(check, k)) for k in (
         "consistency_rate_naive", "consistency_rate_augmented", "consistency_mc_se",
         "consistency_gap", "mean_se_ratio")})
     run_id = runs.log_inference_run(
         f"audit-{job.case_study}",
         tags={"kind": "audit", "case_study": job.case_study, "mode": job.mode,
-              "model_uri": job.model_uri, "verdict": halves["augmented"].verdict},
+              "model_uri": job.model_uri, "verdict": result.verdict},
         params={"data_path": job.data_path, "replications": job.replications,
                 "split_half_replications": job.split_half_replications,
                 "hide_share": job.hide_share, "seed": job.seed,
@@ -174,7 +178,7 @@ def _log_run(job: AuditSettings, halves: dict, check, files: list[Path], version
                  "fingerprint": data_fingerprint(raw, list(raw.columns))},
         description=(f"Split-half audit of case study `{job.case_study}` "
                      f"({job.split_half_replications} splits; verdict "
-                     f"{halves['augmented'].verdict}) and labeled-vs-unlabeled consistency check "
+                     f"{result.verdict}) and labeled-vs-unlabeled consistency check "
                      f"({job.replications} hidings), {job.mode} predictions, model "
                      f"`{job.model_uri}`."))
     hint = links.ui_hint_once()
