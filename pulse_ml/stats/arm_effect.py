@@ -21,7 +21,11 @@ variance a covariance term. Defaults (``small_sample=True, lam_mode="joint"``), 
   for singleton clusters; the unlabeled mean's variance is at least its value from the pooled
   (labeled + unlabeled) predictions, so a handful of unlabeled sessions cannot fake precision;
 * a tuned lambda inflates its arm's variance by ``(G_L - 1)/(G_L - 3)`` and costs one df;
-  t quantiles with Welch-Satterthwaite df from the labeled cluster counts.
+  t quantiles with Welch-Satterthwaite df from the labeled cluster counts;
+* both lambdas are then shrunk by the common share (``lambda_shrink``) that minimizes the
+  printed width, inflation and df loss included (a shrunk lambda pays proportionally less), so
+  the printed augmented interval is never wider than the naive one and a useless predictor
+  gets lambda ~ 0.
 
 ``small_sample=False, lam_mode="per_arm"`` without clusters or weights reproduces two
 ``ppi_py.ppi_mean_ci(..., lam=None)`` and ``classical_mean_ci`` calls exactly (ddof 0, normal
