@@ -177,13 +177,32 @@ def analyse(table: SessionTable, preds: np.ndarray, study: CaseStudy,
     shift = labeled_shift(lab, unl, kinds) if len(unl) else pd.DataFrame()
     if len(shift):
         shift.insert(0, "case_study", study.name)
-    pred_shift = pd.DataFrame([
-        {"case_study": study.name, "arm": role, "condition": cond,
-         **asdict(prediction_shift(arm.f, arm.f_unl))}
-        for role, cond, arm in (("control", study.control, control),
-                                ("treatment", study.treatment, treatment))])
+    rows, skipped = [], []
+    for role, cond, arm in (("control", study.control, control),
+                            ("treatment", study.treatment, treatment)):
+        row, note = _prediction_shift_row(arm)
+        rows.append({"case_study": study.name, "arm": role, "condition": cond, **row,
+                     "note": note})
+        if note:
+            skipped.append(f"{role} arm '{cond}': {note}")
+    if skipped:
+        comparison = replace(comparison, warnings=(*comparison.warnings, *skipped))
     return CaseStudyResult(study, comparison, float(p_naive), feats, shift, settings.clusters,
-                           pred_shift)
+                           pd.DataFrame(rows))
+
+
+def _prediction_shift_row(arm: ArmData) -> tuple[dict, str]:
+    """The arm's labeled-vs-unlabeled prediction shift, or NaNs and why it was skipped."""
+    if arm.f.size >= 2 and arm.f_unl.size >= 2:
+        return asdict(prediction_shift(arm.f, arm.f_unl)), ""
+    nan = float("nan")
+    row = {"smd": nan, "rank_biserial": nan, "p_value": nan,
+           "mean_labeled": float(arm.f.mean()) if arm.f.size else nan,
+           "mean_unlabeled": float(arm.f_unl.mean()) if arm.f_unl.size else nan,
+           "n_labeled": int(arm.f.size), "n_unlabeled": int(arm.f_unl.size)}
+    return row, (f"prediction-shift diagnostic skipped: {arm.f.size} labeled and "
+                 f"{arm.f_unl.size} unlabeled session(s), it needs at least 2 of each "
+                 "(the interval itself is computed)")
 
 
 def _reweighted(table: SessionTable, study: CaseStudy, control: ArmData, treatment: ArmData,
@@ -203,7 +222,20 @@ def _reweighted(table: SessionTable, study: CaseStudy, control: ArmData, treatme
     x = pd.get_dummies(sub, columns=cats, dtype=float).to_numpy(float)
     x = np.column_stack([x, rows[1][in_study].astype(float)])
     labeled = table.labeled[in_study]
-    p = crossfit_propensity(x, labeled, seed=seed, groups=codes[in_study])
+    groups = codes[in_study]
+    folds = min(5, np.unique(groups[labeled]).size, np.unique(groups[~labeled]).size)
+    if folds < 2:
+        raise PulseError(
+            f"{table.path}: case study '{study.name}': reweight=true needs labeled and unlabeled "
+            f"sessions from at least 2 users each to cross-fit P(labeled | features) (got "
+            f"{np.unique(groups[labeled]).size} and {np.unique(groups[~labeled]).size}). Run it "
+            "with reweight=false, or leave it out with case_studies=[...].")
+    try:
+        p = crossfit_propensity(x, labeled, folds=folds, seed=seed, groups=groups)
+    except (PulseError, ValueError) as exc:  # ValueError: a fold with one class only
+        raise PulseError(f"{table.path}: case study '{study.name}': reweight=true: {exc}. Run "
+                         "it with reweight=false, or leave it out with case_studies=[...]."
+                         ) from exc
     out = []
     for mask, arm in zip(rows, (control, treatment), strict=True):
         local = mask[in_study]
@@ -232,8 +264,15 @@ def _check_arms(path: str, study: CaseStudy, control: ArmData, treatment: ArmDat
 
 
 def effects_frame(results: list[CaseStudyResult]) -> pd.DataFrame:
-    """One row per case study x estimator."""
-    return pd.DataFrame([r for res in results for r in res.rows()], columns=EFFECT_COLUMNS)
+    """One row per case study x estimator.
+
+    ``attrs``: ``alpha`` (the intervals' error level) and ``ci_label`` (``"effect [95% CI]"`` at
+    alpha 0.05), the terminal table's header.
+    """
+    frame = pd.DataFrame([r for res in results for r in res.rows()], columns=EFFECT_COLUMNS)
+    alpha = results[0].comparison.alpha if results else 0.05
+    frame.attrs.update(alpha=alpha, ci_label=f"effect [{100 * (1 - alpha):g}% CI]")
+    return frame
 
 
 def settings_dict(settings: InferenceSettings) -> dict:

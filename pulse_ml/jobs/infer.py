@@ -269,7 +269,7 @@ def run_settings(job: InferJob) -> pd.DataFrame:
         for name, row in shifted:
             say(f"warning: {name}: labeled sessions differ from unlabeled ones in "
                 f"'{row.feature}' (rank-biserial {row.rank_biserial:+.2f}); PPI assumes they "
-                "are alike — see label_shift.csv.")
+                "are alike — see label_shift.csv, or correct it with reweight=true.")
     say(f"written to {job.output}: " + ", ".join(f.name for f in files))
     if run_id:
         say(f"MLflow run {run_id} in experiment pulse-infer: {_run_link(run_id)}")

@@ -37,9 +37,11 @@ def run(cfg):
     if effect == 0:
         raise PulseError("effect=0 cannot be detected; give the smallest effect that matters, "
                          "e.g. effect=0.05.")
-    volumes = monitoring_settings(cfg)
+    deff, deff_source, per_user = _design_effect(cfg)
+    volumes = monitoring_settings(cfg, deff)
     rho = number(cfg, "rho", "plan", -1, 1, optional=True)
     sd = number(cfg, "sd", "plan", 0, None, open_interval=True, optional=True)
+    sd_pred = number(cfg, "sd_pred", "plan", 0, None, open_interval=True, optional=True)
     source = "given"
     if rho is None or sd is None:
         ensemble, version = models.load_model(str(cfg.model_uri))
@@ -56,14 +58,16 @@ def run(cfg):
     if rho <= 0:
         say(f"note: honest r {rho:.3f} <= 0: PPI++ sets lambda to 0 and gains nothing; "
               "planning with r = 0.")
-    deff, deff_source = _design_effect(cfg)
     plan = labels_needed(effect, float(sd), max(rho, 0.0), n_unl, alpha, power,
-                         design_effect=deff)
+                         design_effect=deff, labels_per_user=per_user, sd_pred=sd_pred)
+    pred = ("calibrated predictions (s.d. r x sd)" if sd_pred is None
+            else f"prediction s.d. {sd_pred:.3f}")
     say(textwrap.fill(
           f"to detect an effect of {effect:+.3f} stars (two-sided alpha {cfg.alpha}, power "
           f"{cfg.power}) with rating s.d. {float(sd):.3f}, honest r {float(rho):.3f} from "
-          f"{source}, {n_unl:,} unlabeled sessions per arm and a users' design effect of "
-          f"{deff:.2f} ({deff_source}):", 100))
+          f"{source}, {pred}, {n_unl:,} unlabeled sessions per arm, a users' design effect "
+          f"of {deff:.2f} ({deff_source}) and {per_user:.2f} labels per user (degrees of "
+          "freedom from the users):", 100))
     say(f"  naive A/B test : {plan.n_naive:>7,} rated sessions per arm")
     say(f"  with PPI++     : {plan.n_ppi:>7,} rated sessions per arm")
     say(f"  saving         : {plan.saving:>7,} per arm ({plan.saving_pct:.1f}%)")
@@ -75,11 +79,17 @@ def run(cfg):
     return plan
 
 
-def _design_effect(cfg) -> tuple[float, str]:
-    """The users' design effect: given, or estimated from ``data.path`` (``estimate``)."""
+def _design_effect(cfg) -> tuple[float, str, float]:
+    """Design effect, where it comes from, and labels per user (``labels_per_user`` wins).
+
+    Given: ``design_effect`` (default 1) and ``labels_per_user`` (null = 1). ``estimate``: both
+    from the ratings and ``user_id`` of ``data.path``.
+    """
     raw = cfg.select("design_effect")
+    per_user = number(cfg, "labels_per_user", "plan", 1, None, optional=True)
     if str(raw).lower() != "estimate":
-        return number(cfg, "design_effect", "plan", 1, None), "given"
+        deff = number(cfg, "design_effect", "plan", 1, None)
+        return deff, "given", 1.0 if per_user is None else per_user
     from pulse_ml.config import require_data_path
     from pulse_ml.sessions.readers import read_frame
     from pulse_ml.stats import design_effect
@@ -91,11 +101,12 @@ def _design_effect(cfg) -> tuple[float, str]:
     rated = frame[pd.to_numeric(frame["rating"], errors="coerce").notna()]
     est = design_effect(rated["rating"].to_numpy(float), rated["user_id"].astype(str))
     return est.deff, (f"estimated from {est.n_labels} ratings of {est.n_users} users in "
-                      f"{path.name}: ICC {est.icc:.3f}, {est.labels_per_user:.2f} labels per user")
+                      f"{path.name}: ICC {est.icc:.3f}, {est.labels_per_user:.2f} labels per user"
+                      ), est.labels_per_user if per_user is None else per_user
 
 
-def monitoring_settings(cfg) -> dict | None:
-    """Daily volumes, days, target day and design effect (None without ``daily_labeled``)."""
+def monitoring_settings(cfg, deff: float) -> dict | None:
+    """Daily volumes, days, target day and the design effect (None without daily_labeled)."""
     if cfg.select("daily_labeled") is None:
         return None
     daily = number(cfg, "daily_labeled", "plan", 0, None, open_interval=True)
@@ -106,7 +117,7 @@ def monitoring_settings(cfg) -> dict | None:
     days = number(cfg, "days", "plan", 1, None, integer=True)
     return {"daily": daily, "daily_unl": daily_unl, "days": days,
             "target": number(cfg, "target_day", "plan", 1, days, integer=True, optional=True),
-            "deff": number(cfg, "design_effect", "plan", 1, None)}
+            "deff": deff}
 
 
 def monitoring(volumes: dict, effect: float, sd: float, rho: float, alpha: float, power: float):

@@ -21,7 +21,11 @@ variance a covariance term. Defaults (``small_sample=True, lam_mode="joint"``), 
   for singleton clusters; the unlabeled mean's variance is at least its value from the pooled
   (labeled + unlabeled) predictions, so a handful of unlabeled sessions cannot fake precision;
 * a tuned lambda inflates its arm's variance by ``(G_L - 1)/(G_L - 3)`` and costs one df;
-  t quantiles with Welch-Satterthwaite df from the labeled cluster counts.
+  t quantiles with Welch-Satterthwaite df from the labeled cluster counts;
+* both lambdas are then shrunk by the common share (``lambda_shrink``) that minimizes the
+  printed width, inflation and df loss included (a shrunk lambda pays proportionally less), so
+  the printed augmented interval is never wider than the naive one and a useless predictor
+  gets lambda ~ 0.
 
 ``small_sample=False, lam_mode="per_arm"`` without clusters or weights reproduces two
 ``ppi_py.ppi_mean_ci(..., lam=None)`` and ``classical_mean_ci`` calls exactly (ddof 0, normal
@@ -130,6 +134,8 @@ class ArmComparison:
         small_sample: Whether the small-sample rules were applied.
         lam_mode: ``"joint"`` or ``"per_arm"``.
         weighted: Whether labeled sessions were weighted (shift-aware PPI++).
+        lambda_shrink: Share of the variance-minimizing lambdas that was used (the share that
+            minimizes the printed width, tuning inflation and df loss included; 0 = naive).
     """
 
     naive: Estimate
@@ -156,6 +162,7 @@ class ArmComparison:
     small_sample: bool = True
     lam_mode: str = "joint"
     weighted: bool = False
+    lambda_shrink: float = 1.0
 
 
 def theoretical_width_ratio(
@@ -388,7 +395,8 @@ def compare_arms(
                                             (cl_t, yt, ft, wt, cu_t, fut, singleton[1]))
     ]
     res = engine.solve(session_moments(arms, n_codes, singleton, unl_shift=cf), weighted=weighted,
-                       small_sample=small_sample, lam_mode=lam_mode, clustered=clustered)
+                       small_sample=small_sample, lam_mode=lam_mode, clustered=clustered,
+                       alpha=alpha)
     q_n, q_a = engine.quantile(alpha, res.naive_df)[0], engine.quantile(alpha, res.aug_df)[0]
     naive = _estimate(res.naive_effect[0], res.naive_se[0], q_n, res.naive_df[0])
     augmented = _estimate(res.aug_effect[0], res.aug_se[0], q_a, res.aug_df[0])
@@ -414,7 +422,7 @@ def compare_arms(
         n_clusters=int(res.g_any[0]) if clustered else None, alpha=float(alpha),
         n_labeled_clusters=int(res.g_lab_union[0]) if clustered else None,
         warnings=tuple(notes), small_sample=bool(small_sample), lam_mode=lam_mode,
-        weighted=weighted,
+        weighted=weighted, lambda_shrink=float(res.shrink[0]),
     )
 
 
@@ -511,7 +519,7 @@ def compare_batch(
             (cl_t, yt - cy, ft - cf, wt, cu_t, fut - cf)]
     res = engine.solve(session_moments(arms, n_codes), weighted=weighted,
                        small_sample=small_sample, lam_mode=lam_mode,
-                       clustered=any(k is not None for k in keys))
+                       clustered=any(k is not None for k in keys), alpha=alpha)
     q_n, q_a = engine.quantile(alpha, res.naive_df), engine.quantile(alpha, res.aug_df)
     w_n, w_a = 2 * q_n * res.naive_se, 2 * q_a * res.aug_se
     return BatchComparison(

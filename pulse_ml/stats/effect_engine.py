@@ -46,6 +46,7 @@ MIN_TUNE_CLUSTERS = 4  # a tuned lambda costs up to 2 df of the labeled clusters
 _I = cm.RAW_INDEX
 _L = cm.LIN_INDEX
 _K = len(cm.LIN)
+SHRINK_GRID = np.linspace(0.0, 1.0, 21)  # shares of the tuned lambdas tried (see solve)
 
 Array = NDArray[np.float64]
 
@@ -73,8 +74,9 @@ class EngineResult:
     g_lab_union: Array
     g_any: Array
     rating_var: Array
-    tuned: Array  # h of the tuned arms (0 where lambda = 0), see solve
+    tuned: Array  # h * shrink of the tuned arms (0 where lambda = 0), see solve
     pooled_floor: Array
+    shrink: Array  # share of the variance-minimizing lambdas used (1 unless joint + small)
 
 
 def _quad(u: Array, gram: Array, v: Array) -> Array:
@@ -251,6 +253,7 @@ def solve(
     small_sample: bool = True,
     lam_mode: str = "joint",
     clustered: bool = True,
+    alpha: float = 0.05,
 ) -> EngineResult:
     """Estimates, standard errors, dfs and lambdas of a batch of comparisons.
 
@@ -264,6 +267,7 @@ def solve(
             clusters or weights: ppi_py's pooled-variance lambda, as ``ppi_mean_ci``).
         clustered: Cluster codes are users (else each session is its own cluster; only changes
             the legacy factors and the pooled intra-user correlation, which is 0 then).
+        alpha: Error level whose t quantile enters the width that chooses the lambda share.
 
     Returns:
         The batch of results. Rows where an arm cannot be estimated (fewer than 2 labeled
@@ -292,8 +296,16 @@ def solve(
           arm variances and capped at ``G*_effect - 2 - sum h`` (a user with labels in both
           arms counts once).
 
-        The lambdas minimize the in-sample (uninflated) variance, which is therefore never above
-        the naive one; :attr:`EngineResult.aug_se_in_sample` reports it.
+        Lambda (joint mode with the small-sample rules): the box least squares gives the
+        lambdas ``lam*`` that minimize the in-sample variance; the lambdas used are
+        ``s * lam*`` with the share ``s`` in :data:`SHRINK_GRID` that minimizes the printed
+        width ``t_df * se``, where a share ``s`` costs ``h s`` (inflation and df loss above use
+        ``h s``: the in-sample optimism of a shrunk lambda is, to first order, ``s`` times that
+        of the tuned one). ``s = 0`` is the naive interval, so the printed augmented interval is
+        never wider than the naive one, and a useless predictor gets ``s ~ 0`` (the rule is about
+        the positive-part ``1 - 1 / (G r^2)``). The in-sample variance at the lambdas used is
+        never above the naive one either; :attr:`EngineResult.aug_se_in_sample` reports it.
+        Other modes use ``s = 1``.
     """
     if lam_mode not in ("joint", "per_arm"):
         raise ValueError(f"lam_mode must be 'joint' or 'per_arm', got {lam_mode!r}")
@@ -307,7 +319,45 @@ def solve(
         if small_sample:
             can &= arm["g_lab"] >= MIN_TUNE_CLUSTERS
         ub.append(can.astype(float))
-    if lam_mode == "joint":
+    # share of the control's variance estimated from the labeled clusters (1 without floor)
+    s_dd = np.stack([_quad(arm["delta"], gram, arm["delta"]) for arm in arms], 1)
+    floors = np.stack([arm["floor"] for arm in arms], 1)
+    h_full = _ratio(s_dd, s_dd + floors)
+    if small_sample:
+        g_lab = np.stack([c["g_lab"], t["g_lab"]], axis=1)
+        g_eff, g_eff_effect = _effective_clusters(mom)
+        cap = np.minimum(mom.g_lab_union, g_eff_effect) - 2.0
+
+    vecs = np.stack([c["alpha"], c["delta"], t["alpha"], t["delta"]], axis=1)
+    basis = np.einsum("rak,rkl,rbl->rab", vecs, gram, vecs)  # 4 x 4 Gram of the influence parts
+
+    def evaluate(lam: Array, frac: Array | float = 1.0) -> dict[str, Array]:
+        """Printed variances and df at ``lam = frac * (tuned lambda)``.
+
+        A lambda shrunk to ``frac`` of the tuned one carries ``frac`` of its in-sample optimism
+        (first order), so the inflation and the df loss use ``h * frac``.
+        """
+        lost = np.where(lam > 0, h_full * frac, 0.0)
+        infl = (_ratio(g_lab - 1.0, g_lab - 1.0 - 2.0 * lost) if small_sample
+                else np.ones((r, 2)))
+        infl = np.where(lam > 0, infl, 1.0)
+        # psi_a = alpha_a + lam_a delta_a in the basis (alpha_c, delta_c, alpha_t, delta_t)
+        ones = np.ones(r)
+        psi0 = [np.stack([ones, lam[:, 0], 0 * ones, 0 * ones], 1),
+                np.stack([0 * ones, 0 * ones, ones, lam[:, 1]], 1)]
+        psi = [np.sqrt(infl[:, a])[:, None] * psi0[a] for a in (0, 1)]
+        floor_part = np.stack([lam[:, a] ** 2 * arm["floor"] for a, arm in enumerate(arms)], 1)
+        v_arm = np.stack([_quad(psi[a], basis, psi[a]) for a in (0, 1)], 1) + infl * floor_part
+        d_aug, d0 = psi[1] - psi[0], psi0[1] - psi0[0]
+        out = {"lam": lam, "lost": lost, "v_arm": v_arm, "shrink": np.broadcast_to(frac, r),
+               "v": _quad(d_aug, basis, d_aug) + (infl * floor_part).sum(axis=1),
+               "v_in": _quad(d0, basis, d0) + floor_part.sum(axis=1)}
+        out["df"] = (_welch_df(v_arm, g_eff - 1.0 - lost, cap - lost.sum(axis=1))
+                     if small_sample else np.full(r, np.inf))
+        return out
+
+    def box() -> Array:
+        """Joint lambdas minimizing the in-sample variance of the effect."""
         r_vec = t["alpha"] - c["alpha"]
         s = {
             "rt": _quad(t["delta"], gram, r_vec), "rc": -_quad(c["delta"], gram, r_vec),
@@ -316,45 +366,39 @@ def solve(
             "tc": -_quad(t["delta"], gram, c["delta"]),
         }
         lam_t, lam_c = _box_ls(s, ub[1], ub[0])
-        lam = np.stack([lam_c, lam_t], axis=1)
+        return np.stack([lam_c, lam_t], axis=1)
+
+    if lam_mode == "joint" and small_sample:
+        # The printed width t_df * se includes the tuning inflation and the df loss, both
+        # growing with lambda, so the tuned lambdas are shrunk by the factor in SHRINK_GRID that
+        # minimizes that width: a weak predictor gets lambda ~ 0 and costs ~ 0 (positive-part
+        # James-Stein-like: the factor is about 1 - 1 / (G r^2)); frac = 0 is the naive interval.
+        full_lam = box()
+        q = 1.0 - alpha / 2.0
+        cands = [evaluate(frac * full_lam, frac) for frac in SHRINK_GRID]
+        width = np.stack([student_t.ppf(q, e["df"]) * np.sqrt(np.maximum(e["v"], 0.0))
+                          for e in cands])
+        best = np.argmin(width, axis=0)  # first minimum: ties keep the smaller lambda
+        pick = {k: np.stack([e[k] for e in cands])[best, np.arange(r)] for k in cands[0]}
+    elif lam_mode == "joint":
+        pick = evaluate(box())
     elif not (small_sample or clustered or weighted):  # ppi_py's pooled-variance lambda
-        lam = np.stack([_ppi_py_lambda(mom, a) * ub[a] for a in (0, 1)], axis=1)
+        pick = evaluate(np.stack([_ppi_py_lambda(mom, a) * ub[a] for a in (0, 1)], axis=1))
     else:
-        lam = np.stack([
+        pick = evaluate(np.stack([
             _clip_min(_quad(arm["delta"], gram, arm["alpha"]),
                       _quad(arm["delta"], gram, arm["delta"]) + arm["floor"], ub[a])
             for a, arm in enumerate(arms)
-        ], axis=1)
-    # share of the control's variance estimated from the labeled clusters (1 without floor)
-    s_dd = np.stack([_quad(arm["delta"], gram, arm["delta"]) for arm in arms], 1)
-    floors = np.stack([arm["floor"] for arm in arms], 1)
-    lost = np.where(lam > 0, _ratio(s_dd, s_dd + floors), 0.0)
-    if small_sample:
-        g_lab = np.stack([c["g_lab"], t["g_lab"]], axis=1)
-        infl = np.where(lam > 0, _ratio(g_lab - 1.0, g_lab - 1.0 - 2.0 * lost), 1.0)
-    else:
-        infl = np.ones((r, 2))
-    psi = [np.sqrt(infl[:, a])[:, None] * (arm["alpha"] + lam[:, a, None] * arm["delta"])
-           for a, arm in enumerate(arms)]
-    psi0 = [arm["alpha"] + lam[:, a, None] * arm["delta"] for a, arm in enumerate(arms)]
-    floor_part = np.stack([lam[:, a] ** 2 * arm["floor"] for a, arm in enumerate(arms)], 1)
-    v_aug_arm = np.stack([_quad(psi[a], gram, psi[a]) for a in (0, 1)], 1) + infl * floor_part
+        ], axis=1))
+    lam, lost, v_aug_arm, v_aug, v_in = (pick[k] for k in ("lam", "lost", "v_arm", "v", "v_in"))
     v_naive_arm = np.stack([_quad(arm["alpha"], gram, arm["alpha"]) for arm in arms], 1)
-    d_aug = psi[1] - psi[0]
-    v_aug = _quad(d_aug, gram, d_aug) + (infl * floor_part).sum(axis=1)
-    d0 = psi0[1] - psi0[0]
-    v_in = _quad(d0, gram, d0) + floor_part.sum(axis=1)
     dn = t["alpha"] - c["alpha"]
     v_naive = _quad(dn, gram, dn)
     mean_naive = np.stack([c["ybar"], t["ybar"]], 1)
     mean_aug = mean_naive + lam * np.stack([c["shift"], t["shift"]], 1)
-    if small_sample:
-        g_eff, g_eff_effect = _effective_clusters(mom)
-        cap = np.minimum(mom.g_lab_union, g_eff_effect) - 2.0
-        df_naive = _welch_df(v_naive_arm, g_eff - 1.0, cap)
-        df_aug = _welch_df(v_aug_arm, g_eff - 1.0 - lost, cap - lost.sum(axis=1))
-    else:
-        df_naive = df_aug = np.full(r, np.inf)
+    df_naive = (_welch_df(v_naive_arm, g_eff - 1.0, cap) if small_sample
+                else np.full(r, np.inf))
+    df_aug = pick["df"]
     return EngineResult(
         naive_effect=mean_naive[:, 1] - mean_naive[:, 0],
         naive_se=np.sqrt(np.maximum(v_naive, 0.0)),
@@ -377,6 +421,7 @@ def solve(
         rating_var=np.stack([c["rating_var"], t["rating_var"]], 1),
         tuned=lost,
         pooled_floor=np.stack([c["floor"], t["floor"]], 1),
+        shrink=np.asarray(pick["shrink"], dtype=float),
     )
 
 

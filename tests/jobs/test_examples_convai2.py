@@ -152,6 +152,7 @@ def test_convai2_example_end_to_end_on_a_subsample(pulse_home, cli, tmp_path):
     assert res.returncode == 0, res.stderr
     audit = json.loads((pulse_home / "results" / "audit" / "audit_bot002_vs_bot006.json")
                        .read_text())
-    assert audit["replications"] == 30
-    assert 0 <= audit["coverage_naive"] <= 1 and 0 <= audit["coverage_augmented"] <= 1
-    assert audit["mean_width_ratio"] > 0
+    cons = audit["consistency"]
+    assert cons["replications"] == 30
+    assert 0 <= cons["consistency_rate_naive"] <= 1 and 0 <= cons["consistency_rate_augmented"] <= 1
+    assert cons["mean_se_ratio"] > 0

@@ -83,17 +83,25 @@ def test_clustered_naive_p_value_agrees_with_its_interval(small_demo, registered
     assert naive["p_value_permutation"].between(0, 1).all()
 
 
-def test_audit_reports_calibrated_coverage(small_demo, registered, cli, pulse_home):
+def test_audit_verdict_is_split_half_and_consistency_is_not_called_coverage(
+        small_demo, registered, cli, pulse_home):
     res = cli("audit", "case_study=plan", f"data.path={small_demo}", "replications=80",
-              "progress=false")
+              "split_half.replications=200", "progress=false")
     assert res.returncode == 0, res.stderr
     report = json.loads((pulse_home / "results" / "audit" / "audit_plan.json").read_text())
-    assert report["expected_coverage"] == pytest.approx(0.9944, abs=1e-3)
-    assert 0.85 <= report["calibrated_coverage_augmented"] <= 1.0
-    assert "calibrated coverage" in res.stdout
-    split = report["split_half"]["augmented"]
-    assert split["verdict"] in ("valid", "inconclusive") and 0.85 <= split["rate"] <= 1.0
-    assert 0 < split["mc_se"] < 0.05 and "split-half audit" in res.stdout
+    assert report["verdict"] in ("valid", "inconclusive")
+    for key, share in (("augmented", 0.5), ("augmented_small_a", 0.3), ("naive", 0.5)):
+        split = report["split_half"][key]
+        assert split["share"] == share and split["verdict"] in ("valid", "inconclusive")
+        assert 0.85 <= split["rate"] <= 1.0 and 0 < split["mc_se"] < 0.05
+    cons = report["consistency"]
+    assert cons["replications"] == 80 and 0 <= cons["consistency_rate_augmented"] <= 1
+    assert cons["consistency_gap"] == pytest.approx(
+        cons["consistency_rate_naive"] - cons["consistency_rate_augmented"])
+    text = json.dumps(report) + res.stdout
+    assert "coverage_" not in text and "calibrated" not in text  # the old names are gone
+    assert "split-half audit" in res.stdout and "not a coverage check" in res.stdout
+    assert "(nominal" not in res.stdout  # the consistency rates are not held against 0.95
 
 
 def test_plan_with_a_useless_predictor_promises_nothing(small_demo, registered, cli):
@@ -117,8 +125,7 @@ def test_content_hash_is_stable_across_formats(small_demo, tmp_path):
     assert np.array_equal(a, b)
 
 
-@pytest.mark.parametrize("override", ["clusters=users", "reference=truthy",
-                                      "ppi.predictions=oof"])
+@pytest.mark.parametrize("override", ["clusters=users", "ppi.predictions=oof"])
 def test_audit_refuses_unknown_options(small_demo, registered, cli, override):
     res = cli("audit", "case_study=plan", f"data.path={small_demo}", override)
     key = override.split("=")[0]

@@ -101,7 +101,7 @@ def test_descriptions_dataset_inputs_and_version_links(small_demo, pulse_home, c
     arun = client.get_run(arun_id)
     assert arun.data.tags[keys.MODEL_VERSION] == res.version
     assert [m.model_id for m in arun.inputs.model_inputs] == [logged.model_id]
-    assert "coverage_augmented" in arun.data.metrics
+    assert "split_half_rate_augmented" in arun.data.metrics
     assert irun.data.tags[keys.MODEL_VERSION] == res.version
     assert irun.data.tags[keys.MODEL_NAME] == "pulse-satisfaction"
     assert [m.model_id for m in irun.inputs.model_inputs] == [logged.model_id]

@@ -137,7 +137,10 @@ def test_stats_compare_default_iid_formulas_are_welch_and_ddof1():
     v_in = np.var(yc - lam * fc, ddof=1) / n_c + lam**2 * s2_unl / big_n
     s_dd = fc.var(ddof=1) / n_c + fuc.var(ddof=1) / big_n
     h = s_dd / (s_dd + (s2_unl - fuc.var(ddof=1)) / big_n)  # share not from the floor
-    infl = (n_c - 1) / (n_c - 1 - 2 * h)
+    # lambda is shrunk to the share that minimizes the printed width; the inflation and the
+    # df loss scale with that share
+    assert 0 < res.lambda_shrink <= 1
+    infl = (n_c - 1) / (n_c - 1 - 2 * h * res.lambda_shrink)
     assert res.se_control_augmented == pytest.approx(np.sqrt(infl * v_in), rel=1e-9)
     assert res.mean_control_augmented == pytest.approx(
         yc.mean() + lam * (fuc.mean() - fc.mean()), rel=1e-12
@@ -290,7 +293,12 @@ def test_stats_compare_warns_about_few_labels_and_unlabeled_sessions():
     # a useful predictor with plenty of data: nothing to say
     quiet = compare_arms(*_arm(rng, 3.0, 200, 2000), *_arm(rng, 3.1, 200, 2000))
     assert quiet.warnings == () and quiet.ci_reduction_pct > 20
-    # a useless one: the honest inflation makes the interval a bit wider, and it says so
+    # a useless one: tuning would cost more than it gives, so lambda is shrunk to 0 and the
+    # augmented interval is the naive one (the in-sample lambda printed it wider)
     useless = compare_arms(y, f, rng.normal(size=400), y + 0.1, f, rng.normal(size=400))
-    assert useless.ci_reduction_pct < 0
-    assert "wider than the naive one" in useless.warnings[-1]
+    assert useless.lambda_shrink == 0.0 and useless.lambda_control == 0.0
+    assert useless.augmented.width == pytest.approx(useless.naive.width, rel=1e-12)
+    assert not any("wider than the naive one" in w for w in useless.warnings)
+    in_sample = compare_arms(y, f, rng.normal(size=400), y + 0.1, f, rng.normal(size=400),
+                             lam_mode="per_arm")
+    assert in_sample.ci_reduction_pct < 0  # the unshrunk tuned lambda: wider

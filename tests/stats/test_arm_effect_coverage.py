@@ -37,14 +37,33 @@ def test_stats_coverage_small_samples_naive_and_augmented(n):
 
 
 @pytest.mark.parametrize("n", [10, 20, 30])
-def test_stats_useless_predictor_shows_no_average_gain(n):
+def test_stats_useless_predictor_costs_about_nothing_and_is_never_wider(n):
     reps = 10_000
     arms, kw, tau = sims.iid(reps, n, 10 * n, rho=0.0, seed=100 + n)
     b = compare_batch(*arms, **kw)
-    # MC s.e. of the mean reduction is below 0.05 points at this R; legacy reports +1.2 at n=20
-    assert np.mean(b.ci_reduction_pct) <= 0.0
+    # lambda minimizes the printed width (inflation and df loss included), so the augmented
+    # interval is never wider than the naive one; the old in-sample lambda printed it 4.4%
+    # wider on average at n = 10 (legacy formulas: a fake +1.2% gain at n = 20)
+    assert np.all(b.ci_reduction_pct >= -1e-9)
+    real = 100 * (1 - b.aug_effect.std() / b.naive_effect.std())
+    # the width-minimizing shrinkage is a data-driven choice: measured reported +0.2..+0.6%,
+    # real -0.3..-0.5% at n = 10..30 (MC s.e. of each about 0.05 and 0.3 points)
+    assert np.mean(b.ci_reduction_pct) <= 1.0 and real >= -1.5
     assert min(sims.coverage(b, tau)) >= 0.94
     assert np.mean(compare_batch(*arms, **kw, **LEGACY).ci_reduction_pct) > 0.5
+
+
+@pytest.mark.parametrize("n", [10, 20, 40])
+def test_stats_weak_predictor_augmented_never_wider_and_covers(n):
+    # the reviewer's case: r ~ 0.2; the in-sample lambda printed a wider interval in ~46% of
+    # data sets at n = 40. MC s.d. of the coverage 0.0022 (R = 10,000)
+    arms, kw, tau = sims.iid(10_000, n, 10 * n, rho=0.2, seed=200 + n)
+    b = compare_batch(*arms, **kw)
+    assert np.all(b.ci_reduction_pct >= -1e-9)
+    naive, aug = sims.coverage(b, tau)
+    assert naive >= 0.94 and aug >= 0.94
+    real = 100 * (1 - b.aug_effect.std() / b.naive_effect.std())
+    assert np.mean(b.ci_reduction_pct) <= real + 2.0  # measured overstatement 1.0-1.6 points
 
 
 @pytest.mark.parametrize("big_n", [1, 2, 3, 5])
