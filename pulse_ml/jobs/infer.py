@@ -172,14 +172,16 @@ def _run_link(run_id: str) -> str:
 
 
 def printable(effects: pd.DataFrame, truth: dict[str, float],
-              alpha: float = 0.05) -> pd.DataFrame:
+              alpha: float | None = None) -> pd.DataFrame:
     """The terminal view (fits 100 columns): effect [CI] per estimator, CI reduction, p, labels.
 
     Every column is in ``effects.csv``; the CI reduction is blank on naive rows (it does not
     apply, NaN in the files) and labels read ``control/treatment``. With simulated data the
     true effect and whether the interval covers it are shown beside. The header names the
-    interval level of ``alpha`` (0.1 -> "90% CI").
+    interval level of ``alpha`` (0.1 -> "90% CI"; default: the frame's own ``attrs["alpha"]``).
     """
+    if alpha is None:
+        alpha = effects.attrs.get("alpha", 0.05)
     view = pd.DataFrame({
         "case_study": effects["case_study"], "estimator": effects["estimator"],
         f"effect [{level_pct(alpha)}% CI]": [f"{e:+.3f} [{lo:+.3f}, {hi:+.3f}]" for e, lo, hi in

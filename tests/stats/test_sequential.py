@@ -105,7 +105,7 @@ def test_stats_sequential_every_look_equals_compare_arms_on_the_data_so_far(clus
         assert aug.lambda_treatment == pytest.approx(ref.lambda_treatment, abs=1e-9)
         assert aug.n_labeled == ref.n_control + ref.n_treatment
         assert aug.n_unlabeled == ref.n_unlabeled_control + ref.n_unlabeled_treatment
-        tuned += aug.lambda_control > 0.3
+        tuned += aug.lambda_control > 0.1
     # sanity: PPI++ actually used the predictions (else the test could not tell them apart)
     assert tuned >= 4
 
@@ -117,12 +117,20 @@ def test_stats_sequential_joint_and_per_arm_lambdas_agree_without_shared_users()
     per_arm = _monitor(data, n_looks=6, lambda_rule="arm", min_units_per_arm=2).table
     ja, pa = joint[joint.estimator == "augmented"], per_arm[per_arm.estimator == "augmented"]
     assert np.abs(ja.lambda_control.to_numpy() - pa.lambda_control.to_numpy()).max() > 1e-3
-    # users randomized to one arm: no cross term, the joint and per-arm rules coincide
+    # users randomized to one arm: no cross term, so the joint box solution is the per-arm one
+    # and the joint rule uses one share s in [0, 1] of it for both arms (the share that makes
+    # the printed interval narrowest, stats.effect_engine.solve)
     data = _small_case(5, randomize="user")
     joint = _monitor(data, n_looks=6, lambda_rule="joint", min_units_per_arm=2).table
     per_arm = _monitor(data, n_looks=6, lambda_rule="arm", min_units_per_arm=2).table
-    cols = ["effect", "se", "lambda_control", "lambda_treatment", "cs_lower"]
-    np.testing.assert_allclose(joint[cols].to_numpy(), per_arm[cols].to_numpy(), atol=1e-10)
+    ja, pa = joint[joint.estimator == "augmented"], per_arm[per_arm.estimator == "augmented"]
+    lj = ja[["lambda_control", "lambda_treatment"]].to_numpy()
+    lp = pa[["lambda_control", "lambda_treatment"]].to_numpy()
+    both = (lp > 1e-6).all(axis=1) & np.isfinite(lp).all(axis=1)
+    assert both.sum() >= 3
+    share = lj[both] / lp[both]
+    np.testing.assert_allclose(share[:, 0], share[:, 1], atol=1e-9)
+    assert ((share >= -1e-12) & (share <= 1 + 1e-12)).all()
 
 
 def test_stats_sequential_groups_order_and_band_formulas():

@@ -250,7 +250,8 @@ def monitor_effect(
     codes = None if users is None else _int_codes(users, "users", n)[0]
     mom = look_moments(grp, codes, lk, arm_v, lab, y, f, n_groups, n_looks)
     res = effect_engine.solve(mom, small_sample=True, clustered=users is not None,
-                              lam_mode="joint" if lambda_rule == "joint" else "per_arm")
+                              lam_mode="joint" if lambda_rule == "joint" else "per_arm",
+                              alpha=alpha)  # the lambda share minimizes this level's width
     shape = (n_groups, n_looks)
     arm_units = res.g_lab
     valid = (res.n_lab.min(axis=1) >= 2) & (arm_units.min(axis=1) >= 2)
