@@ -264,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sparse-reps", type=int, default=40,
                         help="USS replications with 10%% of the labels (0 = skip)")
     parser.add_argument("--sparse-share", type=float, default=0.1)
+    parser.add_argument("--sparse-only", action="store_true",
+                        help="USS: skip the all-label table, run only the sparse-label PPI++")
     args = parser.parse_args(argv)
 
     from pulse_ml.training.tuning import make_folds
@@ -302,22 +304,26 @@ def main(argv: list[str] | None = None) -> int:
         if args.sets:
             wanted = [w.strip() for w in args.sets.split(",") if w.strip()]
             sets = {k: v for k, v in sets.items() if any(w in k for w in wanted)}
-        rows = evaluate(labeled, y, folds, sets, specs, args.trials)
-        report.append(f"### {name} ({len(y)} labeled, 5-fold OOF"
-                      f"{', grouped by user' if groups else ''}; r default = conf/model "
-                      f"defaults, r tuned = best of {args.trials} Optuna trials on cv_mse)\n")
-        report.append(markdown(rows, ["feature set", "family", "r default", "r tuned",
-                                      "mse tuned", "s/fold cold", "tuning s"],
-                               {"r default": "{:.3f}", "r tuned": "{:.3f}",
-                                "mse tuned": "{:.3f}", "s/fold cold": "{:.2f}",
-                                "tuning s": "{:.1f}"}))
-        frame_rows = pd.DataFrame(rows)
-        col = "r tuned" if args.trials else "r default"
-        best = (frame_rows.groupby("feature set", sort=False)[col].max()
-                .rename("best r over families").reset_index())
-        report.append("\n" + markdown(best.to_dict("records"),
-                                      ["feature set", "best r over families"],
-                                      {"best r over families": "{:.3f}"}))
+        if args.sparse_only and name == "uss":
+            rows = []
+        else:
+            rows = evaluate(labeled, y, folds, sets, specs, args.trials)
+        if rows:
+            report.append(f"### {name} ({len(y)} labeled, 5-fold OOF"
+                          f"{', grouped by user' if groups else ''}; r default = conf/model "
+                          f"defaults, r tuned = best of {args.trials} Optuna trials on cv_mse)\n")
+            report.append(markdown(rows, ["feature set", "family", "r default", "r tuned",
+                                          "mse tuned", "s/fold cold", "tuning s"],
+                                   {"r default": "{:.3f}", "r tuned": "{:.3f}",
+                                    "mse tuned": "{:.3f}", "s/fold cold": "{:.2f}",
+                                    "tuning s": "{:.1f}"}))
+            frame_rows = pd.DataFrame(rows)
+            col = "r tuned" if args.trials else "r default"
+            best = (frame_rows.groupby("feature set", sort=False)[col].max()
+                    .rename("best r over families").reset_index())
+            report.append("\n" + markdown(best.to_dict("records"),
+                                          ["feature set", "best r over families"],
+                                          {"best r over families": "{:.3f}"}))
         if name == "uss" and args.sparse_reps:
             pick = {k: sets[k] for k in ("structured only", "structured + default {kind: text}",
                                          "structured + combined") if k in sets}

@@ -17,10 +17,10 @@ part only, and the out-of-fold predictions that PPI++ needs stay honest. VADER a
 label-free and deterministic, so their vectors are cached by content hash (computed once per
 table, not once per trial; see :mod:`pulse_ml.models.text_cache`).
 
-Optional packages: ``vaderSentiment`` (its lexicon ships inside the package) and ``wordllama``
-(its 256-dimensional ``l2_supercat`` weights and tokenizer ship inside the package and are read
-from the installed package folder; nothing is downloaded). Both come with
-``pip install 'pulse-ml[text]'``.
+Packages: ``vaderSentiment`` (its lexicon ships inside the package) is in the base install;
+``wordllama`` (its 256-dimensional ``l2_supercat`` weights and tokenizer ship inside the package
+and are read from the installed package folder; nothing is downloaded) comes with the text
+extra, ``pip install 'pulse-ml[text]'``.
 """
 
 from __future__ import annotations
@@ -72,6 +72,13 @@ MAX_DIRECT_TFIDF = 5000
 _VADER_ALPHA = 15.0  # VADER's normalization constant (vaderSentiment.normalize)
 _SHOW = 5
 _PIP = {"vaderSentiment": "vaderSentiment>=3.3", "wordllama": "wordllama>=0.4"}
+# How to get each encoder package back: VADER is a base dependency, WordLlama the text extra.
+_INSTALL_HINT = {
+    "vaderSentiment": ("it is part of the base install of pulse-ml; reinstall it: pip install "
+                       f"'{_PIP['vaderSentiment']}'"),
+    "wordllama": (f"install the text extra: pip install 'pulse-ml[{TEXT_EXTRA}]' (or pip "
+                  f"install '{_PIP['wordllama']}')"),
+}
 
 
 # --------------------------------------------------------------------------------------------
@@ -149,7 +156,7 @@ def check_text_column(values: pd.Series, column: str,
 
 
 def require_package(module: str, encoder: str):
-    """Import an optional encoder package or say which extra installs it.
+    """Import an encoder package or say how to install it (base install or text extra).
 
     Args:
         module: Import path (``vaderSentiment.vaderSentiment``, ``wordllama`` ...).
@@ -162,11 +169,11 @@ def require_package(module: str, encoder: str):
         return importlib.import_module(module)
     except ImportError:
         top = module.split(".")[0]
+        hint = _INSTALL_HINT.get(top, f"install it: pip install '{_PIP.get(top, top)}'")
         raise PulseError(
-            f"text encoder '{encoder}' needs the package {top!r}, which is not installed. "
-            f"Install the text extra: pip install 'pulse-ml[{TEXT_EXTRA}]' (or "
-            f"pip install '{_PIP.get(top, top)}'), or drop '{encoder}' from the text column's "
-            "encoders in the feature set.") from None
+            f"text encoder '{encoder}' needs the package {top!r}, which is not installed: "
+            f"{hint}; or drop '{encoder}' from the text column's encoders in the feature "
+            "set.") from None
 
 
 def parse_encoders(value: str | Sequence[str], allowed: Sequence[str], what: str
