@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from pulse_ml.errors import DataError, PulseError
 from pulse_ml.sessions.feature_sets import FeatureSet
 from pulse_ml.sessions.readers import PARQUET, count_rows, input_columns, iter_chunks
-from pulse_ml.sessions.table import missing_columns_error, validate_chunk
+from pulse_ml.sessions.table import chunk_notes, missing_columns_error, validate_chunk
 
 ID = "session_id"
 OUTPUT_SCHEMA = pa.schema([(ID, pa.string()), ("prediction", pa.float64()),
@@ -58,6 +58,7 @@ class ScoreResult:
     n_honest: int
     n_chunks: int
     seconds: float
+    notes: tuple[str, ...] = ()  # e.g. how many sessions had no text (summed over the chunks)
 
 
 def check_columns(path: Path, present: list[str], needed: list[str], model: str) -> None:
@@ -169,6 +170,7 @@ def score_file(ensemble, path: str | os.PathLike[str], out: str | os.PathLike[st
     partial = out.with_name(out.name + ".partial")
     start = time.perf_counter()
     n_rows = n_honest = n_chunks = 0
+    missing_text: dict[str, int] = {}
     bar = tqdm(total=count_rows(path), desc=f"scoring {path.name}", unit="row",
                unit_scale=True, disable=not settings.progress)
     try:
@@ -176,7 +178,7 @@ def score_file(ensemble, path: str | os.PathLike[str], out: str | os.PathLike[st
             for chunk in iter_chunks(path, needed, settings.chunk_size,
                                      features.of_kind("text")):
                 n_chunks += 1
-                chunk = validate_chunk(chunk, features, path, n_rows, n_chunks)
+                chunk = validate_chunk(chunk, features, path, n_rows, n_chunks, missing_text)
                 table = score_chunk(predictor, chunk, lookup)
                 writer.write_table(table)
                 n_honest += int(table.column("honest").to_numpy().sum())
@@ -191,4 +193,4 @@ def score_file(ensemble, path: str | os.PathLike[str], out: str | os.PathLike[st
     finally:
         bar.close()
     return ScoreResult(str(path), str(out), n_rows, n_honest, n_chunks,
-                       time.perf_counter() - start)
+                       time.perf_counter() - start, chunk_notes(missing_text, n_rows))

@@ -103,10 +103,18 @@ class TextColumnCheck:
     @property
     def note(self) -> str | None:
         """A sentence for the user when values were missing, else None."""
-        if not self.n_missing:
-            return None
-        return (f"column '{self.column}': {self.n_missing} of {len(self.texts)} session(s) have "
-                "no text; they count as empty text (no words).")
+        return missing_text_note(self.column, self.n_missing, len(self.texts))
+
+
+def missing_text_note(column: str, n_missing: int, n_rows: int) -> str | None:
+    """The note for ``n_missing`` of ``n_rows`` sessions without text (None when there are none).
+
+    Shared by the whole-table check and the chunked one (summed over the chunks).
+    """
+    if not n_missing:
+        return None
+    return (f"column '{column}': {n_missing} of {n_rows} session(s) have no text; they count "
+            "as empty text (no words).")
 
 
 def check_text_column(values: pd.Series, column: str,
