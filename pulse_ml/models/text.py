@@ -29,6 +29,7 @@ import functools
 import hashlib
 import importlib
 import logging
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,9 +42,17 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.feature_extraction.text import HashingVectorizer, TfidfTransformer, TfidfVectorizer
 from sklearn.linear_model import Ridge
 from sklearn.model_selection import KFold
+from sklearn.preprocessing import normalize
 
 from pulse_ml.errors import PulseError
-from pulse_ml.models.text_cache import memoize, sequence_key, store_for, text_hashes
+from pulse_ml.models.text_cache import (
+    count_store,
+    memoize,
+    peek,
+    sequence_key,
+    store_for,
+    text_hashes,
+)
 
 __all__ = [
     "DIRECT_ENCODERS",
@@ -68,6 +77,10 @@ STACK_INPUTS = ("tfidf", "hashing", "wordllama", "vader")
 VADER_COLUMNS = ("compound", "turn_mean", "turn_min", "turn_max", "turn_last",
                  "share_negative", "share_positive")
 WORDLLAMA_DIMS = (64, 128, 256, 512, 1024)
+# TF-IDF from stored per-text n-gram counts (text_cache.CountStore) instead of tokenizing every
+# fold's texts again; the same vocabulary, idf and matrix (tested). perf/text_bench.py
+# --count-cache off switches it off to measure what it saves.
+USE_COUNT_CACHE = True
 MAX_DIRECT_TFIDF = 5000
 _VADER_ALPHA = 15.0  # VADER's normalization constant (vaderSentiment.normalize)
 _SHOW = 5
@@ -638,21 +651,30 @@ class TextFeatures(TransformerMixin, BaseEstimator):
 
     # -- pieces -----------------------------------------------------------------------------
 
+    def _tfidf_key(self, train_key: str) -> tuple:
+        return ("tfidf", tuple(sorted(self._vectorizer_params().items(), key=str)), train_key,
+                USE_COUNT_CACHE)
+
+    def _count_store(self):
+        ngram = int(self.ngram_max)
+        return count_store(("ngrams", ngram), lambda: TfidfVectorizer(
+            **self._vectorizer_params()).build_analyzer())
+
     def _fit_tfidf(self, texts: np.ndarray) -> TfidfVectorizer:
         params = self._vectorizer_params()
-        key = ("tfidf", tuple(sorted(params.items(), key=str)), sequence_key(text_hashes(texts)))
 
-        def fit() -> TfidfVectorizer:
-            vec = TfidfVectorizer(**params)
+        def fit() -> tuple[TfidfVectorizer, np.ndarray | None]:
             try:
-                vec.fit(texts)
+                if USE_COUNT_CACHE:
+                    return _tfidf_from_counts(self._count_store().counts(texts),
+                                              self._count_store().term_names, params)
+                return TfidfVectorizer(**params).fit(texts), None
             except ValueError as exc:  # empty vocabulary: every training text is empty
                 raise PulseError(f"text feature '{self.column_}': no term is left for TF-IDF "
                                  f"({exc}); lower min_df or check that the column holds "
                                  "the messages.") from None
-            return vec
 
-        return memoize(key, fit)
+        return memoize(self._tfidf_key(sequence_key(text_hashes(texts))), fit)[0]
 
     def _fit_hashing(self, texts: np.ndarray):
         from sklearn.pipeline import make_pipeline
@@ -670,7 +692,19 @@ class TextFeatures(TransformerMixin, BaseEstimator):
     def _sparse(self, texts: np.ndarray) -> sp.csr_matrix:
         # memoised: the same fold's texts are vectorized once, whatever the sub-model settings
         key = ("sparse", self._encoding_key(), self.train_key_, sequence_key(text_hashes(texts)))
-        return memoize(key, lambda: sp.csr_matrix(self.vectorizer_.transform(texts)))
+
+        def vectorize() -> sp.csr_matrix:
+            # The stored counts when this very vectorizer was fitted from them in this process
+            # and every text is stored; else (a loaded model, new texts) the vectorizer itself.
+            fitted = peek(self._tfidf_key(self.train_key_))
+            if fitted is not None and fitted[0] is self.vectorizer_ and fitted[1] is not None:
+                counts = self._count_store().counts(texts, add=False)
+                if counts is not None:
+                    return _tfidf_weights(counts[:, fitted[1]], self.vectorizer_.idf_,
+                                          bool(self.sublinear_tf))
+            return sp.csr_matrix(self.vectorizer_.transform(texts))
+
+        return memoize(key, vectorize)
 
     def _dense(self, block: str, texts: np.ndarray) -> np.ndarray:
         key = ("dense", block, self.turn_sep, int(self.wordllama_dim), self.wordllama_pool,
@@ -724,6 +758,67 @@ class TextFeatures(TransformerMixin, BaseEstimator):
             elif block == "tfidf":
                 out.append(self._sparse(texts).toarray())
         return out
+
+
+def _tfidf_from_counts(counts: sp.csr_matrix, term_names, params: dict[str, Any]
+                       ) -> tuple[TfidfVectorizer, np.ndarray]:
+    """A fitted ``TfidfVectorizer`` from the training rows' stored n-gram counts.
+
+    The same vocabulary and idf as ``TfidfVectorizer(**params).fit(texts)`` (scikit-learn's
+    rules: terms sorted alphabetically, ``min_df``/``max_df`` as counts or shares, the
+    ``max_features`` most frequent), without tokenizing the texts again.
+
+    Args:
+        counts: ``(n, n_terms)`` counts of the training texts (``CountStore.counts``).
+        term_names: Zero-argument callable giving the store's terms in index order.
+        params: The vectorizer's parameters.
+
+    Returns:
+        The vectorizer and the store columns of its vocabulary (in vocabulary order).
+
+    Raises:
+        ValueError: no term at all, or none left after ``min_df``/``max_df``.
+    """
+    n = counts.shape[0]
+    df = np.bincount(counts.indices, minlength=counts.shape[1])
+    present = np.flatnonzero(df)
+    if not len(present):
+        raise ValueError("empty vocabulary; perhaps the documents only contain stop words")
+    names = term_names()[present]
+    order = np.argsort(names)
+    cols, names, dfs = present[order], names[order], df[present[order]]
+    max_df, min_df = params["max_df"], params["min_df"]
+    high = max_df if isinstance(max_df, numbers.Integral) else max_df * n
+    low = min_df if isinstance(min_df, numbers.Integral) else min_df * n
+    if high < low:
+        raise ValueError("max_df corresponds to < documents than min_df")
+    mask = (dfs <= high) & (dfs >= low)
+    limit = params["max_features"]
+    if limit is not None and mask.sum() > limit:  # as sklearn's _limit_features
+        tfs = np.asarray(counts[:, cols].sum(axis=0)).ravel()
+        keep = (-tfs[mask]).argsort()[:limit]
+        mask = np.zeros(len(dfs), dtype=bool)
+        mask[np.flatnonzero((dfs <= high) & (dfs >= low))[keep]] = True
+    if not mask.any():
+        raise ValueError("After pruning, no terms remain. Try a lower min_df or a higher "
+                         "max_df.")
+    cols, names = cols[mask], names[mask]
+    vec = TfidfVectorizer(**params)
+    vec.vocabulary_ = {str(t): i for i, t in enumerate(names)}
+    vec.idf_ = TfidfTransformer(sublinear_tf=bool(params["sublinear_tf"])).fit(
+        counts[:, cols]).idf_
+    return vec, cols
+
+
+def _tfidf_weights(counts: sp.csr_matrix, idf: np.ndarray, sublinear: bool) -> sp.csr_matrix:
+    """TF-IDF rows from counts over the vocabulary (what ``TfidfVectorizer.transform`` does)."""
+    out = sp.csr_matrix(counts, dtype=np.float64, copy=True)
+    out.sort_indices()
+    if sublinear:
+        np.log(out.data, out.data)
+        out.data += 1.0
+    out.data *= idf[out.indices]
+    return normalize(out, norm="l2", copy=False)
 
 
 def _params_key(est: BaseEstimator) -> tuple:
