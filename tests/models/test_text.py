@@ -8,6 +8,7 @@ the package cannot be imported).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -492,7 +493,8 @@ def test_optuna_tunes_text_settings_through_the_pulse_objective():
 # The USS example table
 # --------------------------------------------------------------------------------------------
 
-USS = REPO.parent / "shared" / "data" / "real" / "uss-user-satisfaction-simulation"
+SHARED = Path(os.environ.get("PULSE_SHARED_DIR") or REPO.parent / "shared")  # override: env var
+USS = SHARED / "data" / "real" / "uss-user-satisfaction-simulation"
 
 
 @pytest.mark.skipif(not (USS / "SGD.txt").is_file(),
