@@ -79,3 +79,13 @@ def test_scoring_new_texts_does_not_grow_the_count_store():
     before = store.matrix.shape[0]
     enc.transform(pd.Series([f"never seen {i}" for i in range(50)]))
     assert store.matrix.shape[0] == before
+
+
+def test_text_hashes_keep_the_values_of_earlier_versions():
+    # The on-disk vector stores are keyed by these hashes: the faster categorize=False path
+    # must give what pandas' default (categorize=True) gave, duplicates and empties included.
+    texts = np.array(["a b", "", "a b", "é\nturn two", "x" * 5000, "a b "], dtype=object)
+    want = pd.util.hash_pandas_object(pd.Series(texts, dtype=object), index=False).to_numpy()
+    got = text_cache.text_hashes(texts)
+    assert got.dtype == np.uint64 and (got == want).all()
+    assert got[0] == got[2] and len(set(got.tolist())) == 5
