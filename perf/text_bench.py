@@ -120,16 +120,21 @@ def feature_sets(base: dict, text_cols: list[str]) -> dict:
 
 
 def evaluate(frame: pd.DataFrame, y: np.ndarray, folds: np.ndarray, sets: dict, specs: dict,
-             trials: int) -> list[dict]:
+             trials: int, count_cache: tuple[bool, ...] = (True,)) -> list[dict]:
     """Per (feature set, family): a cold cross-fit with the family's defaults, then tuning.
 
     The cold fit clears the text caches first, so its time per fold includes encoding the
     texts; the Optuna study (the pulse ``CVObjective``, objective ``cv_mse``, median pruning,
-    TPE seed 42, as ``pulse-ml train``) starts from cleared caches as well.
+    TPE seed 42, as ``pulse-ml train``) starts from cleared caches as well. Its first trial
+    encodes the texts (VADER, WordLlama, the n-gram counts) and fits each fold's text
+    sub-model; later trials reuse them (memoised by content) and refit the structured model
+    only. ``count_cache`` = (False, True) runs each text set both without and with the stored
+    n-gram counts (``pulse_ml.models.text.USE_COUNT_CACHE``), in the same process.
     """
     import optuna
     from threadpoolctl import threadpool_limits
 
+    from pulse_ml.models import text as text_module
     from pulse_ml.models import text_cache
     from pulse_ml.models.crossfit import fit_crossfit
     from pulse_ml.models.factory import build_pipeline
@@ -140,35 +145,42 @@ def evaluate(frame: pd.DataFrame, y: np.ndarray, folds: np.ndarray, sets: dict, 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     rows = []
     k = len(np.unique(folds))
-    for label, fs in sets.items():
-        for family, spec in specs.items():
+    runs = [(label, fs, family, spec, cache) for label, fs in sets.items()
+            for family, spec in specs.items()
+            for cache in (count_cache if fs.of_kind("text") else [True])]
+    for label, fs, family, spec, cache in runs:
+        text_module.USE_COUNT_CACHE = cache
+        if len(count_cache) > 1 and fs.of_kind("text"):
+            family = f"{family} (count cache {'on' if cache else 'off'})"
+        text_cache.clear_text_caches()
+        t0 = time.perf_counter()
+        with threadpool_limits(limits=1):
+            ens = fit_crossfit(lambda spec=spec, fs=fs: build_pipeline(spec, fs), frame, y,
+                               folds, fs, family)
+        cold = (time.perf_counter() - t0) / k
+        m = cv_metrics(y, ens.oof["prediction"].to_numpy(), folds)
+        row = {"feature set": label, "family": family, "r default": m.pearson,
+               "s/fold cold": cold, "r tuned": np.nan, "mse tuned": np.nan,
+               "tuning s": np.nan, "1st trial s": np.nan, "later trials s": np.nan}
+        if trials and spec.search_space:
             text_cache.clear_text_caches()
+            tuned = dataclasses.replace(spec, search_space=spec.search_space
+                                        + text_search_space(fs))
+            objective = CVObjective(frame, y, folds, tuned, fs, "cv_mse", prune=True)
+            study = optuna.create_study(direction="minimize",
+                                        sampler=optuna.samplers.TPESampler(seed=42),
+                                        pruner=optuna.pruners.MedianPruner(5, 1))
             t0 = time.perf_counter()
-            with threadpool_limits(limits=1):
-                ens = fit_crossfit(lambda spec=spec, fs=fs: build_pipeline(spec, fs), frame, y,
-                                   folds, fs, family)
-            cold = (time.perf_counter() - t0) / k
-            m = cv_metrics(y, ens.oof["prediction"].to_numpy(), folds)
-            row = {"feature set": label, "family": family, "r default": m.pearson,
-                   "s/fold cold": cold, "r tuned": np.nan, "mse tuned": np.nan,
-                   "tuning s": np.nan}
-            if trials and spec.search_space:
-                text_cache.clear_text_caches()
-                tuned = dataclasses.replace(spec, search_space=spec.search_space
-                                            + text_search_space(fs))
-                objective = CVObjective(frame, y, folds, tuned, fs, "cv_mse", prune=True)
-                study = optuna.create_study(direction="minimize",
-                                            sampler=optuna.samplers.TPESampler(seed=42),
-                                            pruner=optuna.pruners.MedianPruner(5, 1))
-                t0 = time.perf_counter()
-                study.optimize(objective, n_trials=trials)
-                best = study.best_trial.user_attrs["metrics"]
-                row.update({"r tuned": best["cv_pearson"], "mse tuned": study.best_value,
-                            "tuning s": time.perf_counter() - t0})
-            rows.append(row)
-            print(f"  {label:45s} {family:14s} r={row['r default']:.3f} "
-                  f"tuned={row['r tuned']:.3f} cold {cold:.2f}s/fold "
-                  f"tuning {row['tuning s']:.1f}s", flush=True)
+            study.optimize(objective, n_trials=trials)
+            best = study.best_trial.user_attrs["metrics"]
+            spans = [t.duration.total_seconds() for t in study.trials if t.duration]
+            row.update({"r tuned": best["cv_pearson"], "mse tuned": study.best_value,
+                        "tuning s": time.perf_counter() - t0, "1st trial s": spans[0],
+                        "later trials s": sum(spans[1:])})
+        rows.append(row)
+        print(f"  {label:45s} {family:14s} r={row['r default']:.3f} "
+              f"tuned={row['r tuned']:.3f} cold {cold:.2f}s/fold "
+              f"tuning {row['tuning s']:.1f}s", flush=True)
     return rows
 
 
@@ -264,6 +276,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sparse-reps", type=int, default=40,
                         help="USS replications with 10%% of the labels (0 = skip)")
     parser.add_argument("--sparse-share", type=float, default=0.1)
+    parser.add_argument("--count-cache", choices=("on", "off", "both"), default="on",
+                        help="TF-IDF from stored n-gram counts (both = each text set twice, "
+                        "off then on, to measure what it saves)")
+    parser.add_argument("--sparse-only", action="store_true",
+                        help="USS: skip the all-label table, run only the sparse-label PPI++")
     args = parser.parse_args(argv)
 
     from pulse_ml.training.tuning import make_folds
@@ -302,22 +319,29 @@ def main(argv: list[str] | None = None) -> int:
         if args.sets:
             wanted = [w.strip() for w in args.sets.split(",") if w.strip()]
             sets = {k: v for k, v in sets.items() if any(w in k for w in wanted)}
-        rows = evaluate(labeled, y, folds, sets, specs, args.trials)
-        report.append(f"### {name} ({len(y)} labeled, 5-fold OOF"
-                      f"{', grouped by user' if groups else ''}; r default = conf/model "
-                      f"defaults, r tuned = best of {args.trials} Optuna trials on cv_mse)\n")
-        report.append(markdown(rows, ["feature set", "family", "r default", "r tuned",
-                                      "mse tuned", "s/fold cold", "tuning s"],
-                               {"r default": "{:.3f}", "r tuned": "{:.3f}",
-                                "mse tuned": "{:.3f}", "s/fold cold": "{:.2f}",
-                                "tuning s": "{:.1f}"}))
-        frame_rows = pd.DataFrame(rows)
-        col = "r tuned" if args.trials else "r default"
-        best = (frame_rows.groupby("feature set", sort=False)[col].max()
-                .rename("best r over families").reset_index())
-        report.append("\n" + markdown(best.to_dict("records"),
-                                      ["feature set", "best r over families"],
-                                      {"best r over families": "{:.3f}"}))
+        if args.sparse_only and name == "uss":
+            rows = []
+        else:
+            cache = {"on": (True,), "off": (False,), "both": (False, True)}[args.count_cache]
+            rows = evaluate(labeled, y, folds, sets, specs, args.trials, cache)
+        if rows:
+            report.append(f"### {name} ({len(y)} labeled, 5-fold OOF"
+                          f"{', grouped by user' if groups else ''}; r default = conf/model "
+                          f"defaults, r tuned = best of {args.trials} Optuna trials on cv_mse)\n")
+            report.append(markdown(rows, ["feature set", "family", "r default", "r tuned",
+                                          "mse tuned", "s/fold cold", "tuning s",
+                                          "1st trial s", "later trials s"],
+                                   {"r default": "{:.3f}", "r tuned": "{:.3f}",
+                                    "mse tuned": "{:.3f}", "s/fold cold": "{:.2f}",
+                                    "tuning s": "{:.1f}", "1st trial s": "{:.1f}",
+                                    "later trials s": "{:.1f}"}))
+            frame_rows = pd.DataFrame(rows)
+            col = "r tuned" if args.trials else "r default"
+            best = (frame_rows.groupby("feature set", sort=False)[col].max()
+                    .rename("best r over families").reset_index())
+            report.append("\n" + markdown(best.to_dict("records"),
+                                          ["feature set", "best r over families"],
+                                          {"best r over families": "{:.3f}"}))
         if name == "uss" and args.sparse_reps:
             pick = {k: sets[k] for k in ("structured only", "structured + default {kind: text}",
                                          "structured + combined") if k in sets}

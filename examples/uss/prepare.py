@@ -14,8 +14,10 @@ the same annotators as the label and would leak it.
 
 Case studies are two disjoint pairs of corpora: ``sgd_vs_mwoz`` and ``redial_vs_ccpe``. With
 ``--label-share 0.1`` a seeded 10% of the dialogues keep their rating and the rest become
-unlabeled (sparse ratings as in production); the hidden rating stays in ``rating_hidden`` so
-the full-label effect is known for ``audit``.
+unlabeled (sparse ratings as in production); the hidden rating stays in ``rating_hidden``, and
+``ground_truth.json`` beside the table holds each case study's effect on all labels (treatment
+minus control mean rating, the format the simulator writes), so
+``pulse-ml audit reference=truth`` checks the intervals against it.
 
 Usage:
     python examples/uss/prepare.py --out /tmp/uss-home/uss_sessions.parquet
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import sys
 from pathlib import Path
 
@@ -38,6 +41,8 @@ DEFAULT_INPUT = (HERE.parents[1] / ".." / "shared" / "data" / "real"
 CORPORA = ("SGD", "MWOZ", "ReDial", "CCPE")
 CASE_STUDIES = {"SGD": "sgd_vs_mwoz", "MWOZ": "sgd_vs_mwoz",
                 "ReDial": "redial_vs_ccpe", "CCPE": "redial_vs_ccpe"}
+ARMS = {"sgd_vs_mwoz": ("MWOZ", "SGD"),  # (control, treatment), as in case_study/*.yaml
+        "redial_vs_ccpe": ("CCPE", "ReDial")}
 
 
 def read_turns(path: Path, corpus: str) -> pd.DataFrame:
@@ -132,6 +137,49 @@ def label_mask(corpus: pd.Series, share: float, seed: int) -> np.ndarray:
     return (rank <= share).to_numpy()
 
 
+def ground_truth(table: pd.DataFrame) -> dict:
+    """Each case study's effect on all labels, in the ``ground_truth.json`` format.
+
+    The effect is the treatment minus the control mean of every dialogue's rating
+    (``rating_hidden`` when labels were hidden, else ``rating``); ``se`` is its standard error
+    as a sample (sd with ddof 1). Case studies whose two arms are not both in ``table`` are
+    left out. ``pulse-ml audit reference=truth`` reads ``effects[<case study>]["effect"]``.
+    """
+    y = table["rating_hidden" if "rating_hidden" in table else "rating"].to_numpy(float)
+    cond = table["condition"].to_numpy()
+    effects = {}
+    for name, (control, treatment) in ARMS.items():
+        yc, yt = y[cond == control], y[cond == treatment]
+        yc, yt = yc[np.isfinite(yc)], yt[np.isfinite(yt)]
+        if len(yc) < 2 or len(yt) < 2:
+            continue
+        effects[name] = {
+            "control": control, "treatment": treatment,
+            "effect": float(yt.mean() - yc.mean()),
+            "se": float(np.sqrt(yt.var(ddof=1) / len(yt) + yc.var(ddof=1) / len(yc))),
+            "n_control": int(len(yc)), "n_treatment": int(len(yt)),
+        }
+    return {"source": "USS, mean of every dialogue's rating per corpus (all labels)",
+            "effects": effects}
+
+
+def write_table(table: pd.DataFrame, out: Path) -> Path:
+    """Write ``table`` (.csv or .parquet) and ``ground_truth.json`` beside it, each atomically.
+
+    Returns:
+        The path of ``ground_truth.json``.
+    """
+    from pulse_ml.report.atomic import atomic_file, write_text
+
+    with atomic_file(out) as tmp:
+        if out.suffix == ".csv":
+            table.to_csv(tmp, index=False)
+        else:
+            table.to_parquet(tmp, index=False)
+    return write_text(out.with_name("ground_truth.json"),
+                      json.dumps(ground_truth(table), indent=2) + "\n")
+
+
 def summary(table: pd.DataFrame) -> str:
     """Dialogues, labeled dialogues and mean rating per case study and corpus."""
     view = table.assign(labeled=table["rating"].notna()).groupby(
@@ -162,14 +210,16 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    if args.out.suffix == ".csv":
-        table.to_csv(args.out, index=False)
-    else:
-        table.to_parquet(args.out, index=False)
+    from pulse_ml.errors import PulseError
+
+    try:
+        truth = write_table(table, args.out)
+    except PulseError as exc:  # disk full, folder not writable: one line, nothing half-written
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     print(summary(table))
     print(f"written: {args.out} ({len(table)} dialogues, "
-          f"{int(table['rating'].notna().sum())} rated)")
+          f"{int(table['rating'].notna().sum())} rated) and {truth} (all-label effects)")
     return 0
 
 

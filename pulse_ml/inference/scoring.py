@@ -32,7 +32,7 @@ from pulse_ml.errors import DataError, PulseError
 from pulse_ml.models.honest_lookup import HonestLookup, mismatch_note
 from pulse_ml.sessions.feature_sets import FeatureSet
 from pulse_ml.sessions.readers import PARQUET, count_rows, input_columns, iter_chunks
-from pulse_ml.sessions.table import missing_columns_error, validate_chunk
+from pulse_ml.sessions.table import chunk_notes, missing_columns_error, validate_chunk
 
 ID = "session_id"
 OUTPUT_SCHEMA = pa.schema([(ID, pa.string()), ("prediction", pa.float64()),
@@ -66,7 +66,7 @@ class ScoreResult:
     n_chunks: int
     seconds: float
     n_mismatched: int = 0
-    notes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # reused ids, missing text (summed over the chunks), ...
 
 
 def check_columns(path: Path, present: list[str], needed: list[str], model: str) -> None:
@@ -164,6 +164,7 @@ def score_file(ensemble, path: str | os.PathLike[str], out: str | os.PathLike[st
     partial = out.with_name(out.name + ".partial")
     start = time.perf_counter()
     n_rows = n_honest = n_chunks = n_mismatched = 0
+    missing_text: dict[str, int] = {}
     bar = tqdm(total=count_rows(path), desc=f"scoring {path.name}", unit="row",
                unit_scale=True, disable=not settings.progress)
     try:
@@ -172,7 +173,7 @@ def score_file(ensemble, path: str | os.PathLike[str], out: str | os.PathLike[st
             for chunk in iter_chunks(path, needed, settings.chunk_size,
                                      features.of_kind("text")):
                 n_chunks += 1
-                chunk = validate_chunk(chunk, features, path, n_rows, n_chunks)
+                chunk = validate_chunk(chunk, features, path, n_rows, n_chunks, missing_text)
                 table, mismatched = score_chunk(predictor, chunk, lookup)
                 writer.write_table(table)
                 n_mismatched += mismatched
@@ -191,4 +192,5 @@ def score_file(ensemble, path: str | os.PathLike[str], out: str | os.PathLike[st
     if n_mismatched:
         notes.append(mismatch_note(n_mismatched))
     return ScoreResult(str(path), str(out), n_rows, n_honest, n_chunks,
-                       time.perf_counter() - start, n_mismatched, tuple(notes))
+                       time.perf_counter() - start, n_mismatched,
+                       (*notes, *chunk_notes(missing_text, n_rows)))

@@ -44,7 +44,7 @@ from pulse_ml.models.factory import ModelSpec, model_spec_from_mapping
 from pulse_ml.models.text_cache import cache_folder
 from pulse_ml.report.tables import say, wrap_lines
 from pulse_ml.sessions.feature_sets import FeatureSet
-from pulse_ml.sessions.table import SessionTable, load_sessions
+from pulse_ml.sessions.table import SessionTable, load_sessions, note_lines
 from pulse_ml.simulate.demo import ensure_demo_data
 from pulse_ml.stats.paired import expected_ci_reduction_at_ratio
 from pulse_ml.training import report
@@ -417,6 +417,7 @@ def run_settings(job: TrainSettings) -> TrainResult:
           f"{Path(table.path).name}{chosen} (features '{table.features.name}', "
           f"{tuning.n_trials if spec.search_space else 1} trial(s) x {tuning.n_splits}-fold CV, "
           f"objective {tuning.objective})"))
+    say(note_lines(table.notes), end="")  # e.g. how many sessions have no text
     with cache_folder(job.text_cache):  # read by the text encoders (and tuning workers)
         result = train_family(table, spec, job)
     say(summary(result))

@@ -17,10 +17,10 @@ part only, and the out-of-fold predictions that PPI++ needs stay honest. VADER a
 label-free and deterministic, so their vectors are cached by content hash (computed once per
 table, not once per trial; see :mod:`pulse_ml.models.text_cache`).
 
-Optional packages: ``vaderSentiment`` (its lexicon ships inside the package) and ``wordllama``
-(its 256-dimensional ``l2_supercat`` weights and tokenizer ship inside the package and are read
-from the installed package folder; nothing is downloaded). Both come with
-``pip install 'pulse-ml[text]'``.
+Packages: ``vaderSentiment`` (its lexicon ships inside the package) is in the base install;
+``wordllama`` (its 256-dimensional ``l2_supercat`` weights and tokenizer ship inside the package
+and are read from the installed package folder; nothing is downloaded) comes with the text
+extra, ``pip install 'pulse-ml[text]'``.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import functools
 import hashlib
 import importlib
 import logging
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,9 +42,17 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.feature_extraction.text import HashingVectorizer, TfidfTransformer, TfidfVectorizer
 from sklearn.linear_model import Ridge
 from sklearn.model_selection import KFold
+from sklearn.preprocessing import normalize
 
 from pulse_ml.errors import PulseError
-from pulse_ml.models.text_cache import memoize, sequence_key, store_for, text_hashes
+from pulse_ml.models.text_cache import (
+    count_store,
+    memoize,
+    peek,
+    sequence_key,
+    store_for,
+    text_hashes,
+)
 
 __all__ = [
     "DIRECT_ENCODERS",
@@ -68,10 +77,21 @@ STACK_INPUTS = ("tfidf", "hashing", "wordllama", "vader")
 VADER_COLUMNS = ("compound", "turn_mean", "turn_min", "turn_max", "turn_last",
                  "share_negative", "share_positive")
 WORDLLAMA_DIMS = (64, 128, 256, 512, 1024)
+# TF-IDF from stored per-text n-gram counts (text_cache.CountStore) instead of tokenizing every
+# fold's texts again; the same vocabulary, idf and matrix (tested). perf/text_bench.py
+# --count-cache off switches it off to measure what it saves.
+USE_COUNT_CACHE = True
 MAX_DIRECT_TFIDF = 5000
 _VADER_ALPHA = 15.0  # VADER's normalization constant (vaderSentiment.normalize)
 _SHOW = 5
 _PIP = {"vaderSentiment": "vaderSentiment>=3.3", "wordllama": "wordllama>=0.4"}
+# How to get each encoder package back: VADER is a base dependency, WordLlama the text extra.
+_INSTALL_HINT = {
+    "vaderSentiment": ("it is part of the base install of pulse-ml; reinstall it: pip install "
+                       f"'{_PIP['vaderSentiment']}'"),
+    "wordllama": (f"install the text extra: pip install 'pulse-ml[{TEXT_EXTRA}]' (or pip "
+                  f"install '{_PIP['wordllama']}')"),
+}
 
 
 # --------------------------------------------------------------------------------------------
@@ -96,10 +116,18 @@ class TextColumnCheck:
     @property
     def note(self) -> str | None:
         """A sentence for the user when values were missing, else None."""
-        if not self.n_missing:
-            return None
-        return (f"column '{self.column}': {self.n_missing} of {len(self.texts)} session(s) have "
-                "no text; they count as empty text (no words).")
+        return missing_text_note(self.column, self.n_missing, len(self.texts))
+
+
+def missing_text_note(column: str, n_missing: int, n_rows: int) -> str | None:
+    """The note for ``n_missing`` of ``n_rows`` sessions without text (None when there are none).
+
+    Shared by the whole-table check and the chunked one (summed over the chunks).
+    """
+    if not n_missing:
+        return None
+    return (f"column '{column}': {n_missing} of {n_rows} session(s) have no text; they count "
+            "as empty text (no words).")
 
 
 def check_text_column(values: pd.Series, column: str,
@@ -149,7 +177,7 @@ def check_text_column(values: pd.Series, column: str,
 
 
 def require_package(module: str, encoder: str):
-    """Import an optional encoder package or say which extra installs it.
+    """Import an encoder package or say how to install it (base install or text extra).
 
     Args:
         module: Import path (``vaderSentiment.vaderSentiment``, ``wordllama`` ...).
@@ -162,11 +190,11 @@ def require_package(module: str, encoder: str):
         return importlib.import_module(module)
     except ImportError:
         top = module.split(".")[0]
+        hint = _INSTALL_HINT.get(top, f"install it: pip install '{_PIP.get(top, top)}'")
         raise PulseError(
-            f"text encoder '{encoder}' needs the package {top!r}, which is not installed. "
-            f"Install the text extra: pip install 'pulse-ml[{TEXT_EXTRA}]' (or "
-            f"pip install '{_PIP.get(top, top)}'), or drop '{encoder}' from the text column's "
-            "encoders in the feature set.") from None
+            f"text encoder '{encoder}' needs the package {top!r}, which is not installed: "
+            f"{hint}; or drop '{encoder}' from the text column's encoders in the feature "
+            "set.") from None
 
 
 def parse_encoders(value: str | Sequence[str], allowed: Sequence[str], what: str
@@ -623,21 +651,30 @@ class TextFeatures(TransformerMixin, BaseEstimator):
 
     # -- pieces -----------------------------------------------------------------------------
 
+    def _tfidf_key(self, train_key: str) -> tuple:
+        return ("tfidf", tuple(sorted(self._vectorizer_params().items(), key=str)), train_key,
+                USE_COUNT_CACHE)
+
+    def _count_store(self):
+        ngram = int(self.ngram_max)
+        return count_store(("ngrams", ngram), lambda: TfidfVectorizer(
+            **self._vectorizer_params()).build_analyzer())
+
     def _fit_tfidf(self, texts: np.ndarray) -> TfidfVectorizer:
         params = self._vectorizer_params()
-        key = ("tfidf", tuple(sorted(params.items(), key=str)), sequence_key(text_hashes(texts)))
 
-        def fit() -> TfidfVectorizer:
-            vec = TfidfVectorizer(**params)
+        def fit() -> tuple[TfidfVectorizer, np.ndarray | None]:
             try:
-                vec.fit(texts)
+                if USE_COUNT_CACHE:
+                    return _tfidf_from_counts(self._count_store().counts(texts),
+                                              self._count_store().term_names, params)
+                return TfidfVectorizer(**params).fit(texts), None
             except ValueError as exc:  # empty vocabulary: every training text is empty
                 raise PulseError(f"text feature '{self.column_}': no term is left for TF-IDF "
                                  f"({exc}); lower min_df or check that the column holds "
                                  "the messages.") from None
-            return vec
 
-        return memoize(key, fit)
+        return memoize(self._tfidf_key(sequence_key(text_hashes(texts))), fit)[0]
 
     def _fit_hashing(self, texts: np.ndarray):
         from sklearn.pipeline import make_pipeline
@@ -655,7 +692,19 @@ class TextFeatures(TransformerMixin, BaseEstimator):
     def _sparse(self, texts: np.ndarray) -> sp.csr_matrix:
         # memoised: the same fold's texts are vectorized once, whatever the sub-model settings
         key = ("sparse", self._encoding_key(), self.train_key_, sequence_key(text_hashes(texts)))
-        return memoize(key, lambda: sp.csr_matrix(self.vectorizer_.transform(texts)))
+
+        def vectorize() -> sp.csr_matrix:
+            # The stored counts when this very vectorizer was fitted from them in this process
+            # and every text is stored; else (a loaded model, new texts) the vectorizer itself.
+            fitted = peek(self._tfidf_key(self.train_key_))
+            if fitted is not None and fitted[0] is self.vectorizer_ and fitted[1] is not None:
+                counts = self._count_store().counts(texts, add=False)
+                if counts is not None:
+                    return _tfidf_weights(counts[:, fitted[1]], self.vectorizer_.idf_,
+                                          bool(self.sublinear_tf))
+            return sp.csr_matrix(self.vectorizer_.transform(texts))
+
+        return memoize(key, vectorize)
 
     def _dense(self, block: str, texts: np.ndarray) -> np.ndarray:
         key = ("dense", block, self.turn_sep, int(self.wordllama_dim), self.wordllama_pool,
@@ -709,6 +758,67 @@ class TextFeatures(TransformerMixin, BaseEstimator):
             elif block == "tfidf":
                 out.append(self._sparse(texts).toarray())
         return out
+
+
+def _tfidf_from_counts(counts: sp.csr_matrix, term_names, params: dict[str, Any]
+                       ) -> tuple[TfidfVectorizer, np.ndarray]:
+    """A fitted ``TfidfVectorizer`` from the training rows' stored n-gram counts.
+
+    The same vocabulary and idf as ``TfidfVectorizer(**params).fit(texts)`` (scikit-learn's
+    rules: terms sorted alphabetically, ``min_df``/``max_df`` as counts or shares, the
+    ``max_features`` most frequent), without tokenizing the texts again.
+
+    Args:
+        counts: ``(n, n_terms)`` counts of the training texts (``CountStore.counts``).
+        term_names: Zero-argument callable giving the store's terms in index order.
+        params: The vectorizer's parameters.
+
+    Returns:
+        The vectorizer and the store columns of its vocabulary (in vocabulary order).
+
+    Raises:
+        ValueError: no term at all, or none left after ``min_df``/``max_df``.
+    """
+    n = counts.shape[0]
+    df = np.bincount(counts.indices, minlength=counts.shape[1])
+    present = np.flatnonzero(df)
+    if not len(present):
+        raise ValueError("empty vocabulary; perhaps the documents only contain stop words")
+    names = term_names()[present]
+    order = np.argsort(names)
+    cols, names, dfs = present[order], names[order], df[present[order]]
+    max_df, min_df = params["max_df"], params["min_df"]
+    high = max_df if isinstance(max_df, numbers.Integral) else max_df * n
+    low = min_df if isinstance(min_df, numbers.Integral) else min_df * n
+    if high < low:
+        raise ValueError("max_df corresponds to < documents than min_df")
+    mask = (dfs <= high) & (dfs >= low)
+    limit = params["max_features"]
+    if limit is not None and mask.sum() > limit:  # as sklearn's _limit_features
+        tfs = np.asarray(counts[:, cols].sum(axis=0)).ravel()
+        keep = (-tfs[mask]).argsort()[:limit]
+        mask = np.zeros(len(dfs), dtype=bool)
+        mask[np.flatnonzero((dfs <= high) & (dfs >= low))[keep]] = True
+    if not mask.any():
+        raise ValueError("After pruning, no terms remain. Try a lower min_df or a higher "
+                         "max_df.")
+    cols, names = cols[mask], names[mask]
+    vec = TfidfVectorizer(**params)
+    vec.vocabulary_ = {str(t): i for i, t in enumerate(names)}
+    vec.idf_ = TfidfTransformer(sublinear_tf=bool(params["sublinear_tf"])).fit(
+        counts[:, cols]).idf_
+    return vec, cols
+
+
+def _tfidf_weights(counts: sp.csr_matrix, idf: np.ndarray, sublinear: bool) -> sp.csr_matrix:
+    """TF-IDF rows from counts over the vocabulary (what ``TfidfVectorizer.transform`` does)."""
+    out = sp.csr_matrix(counts, dtype=np.float64, copy=True)
+    out.sort_indices()
+    if sublinear:
+        np.log(out.data, out.data)
+        out.data += 1.0
+    out.data *= idf[out.indices]
+    return normalize(out, norm="l2", copy=False)
 
 
 def _params_key(est: BaseEstimator) -> tuple:

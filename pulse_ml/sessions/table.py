@@ -10,7 +10,7 @@ Every problem is collected first and reported in one message (file, column, firs
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -509,10 +509,14 @@ def missing_columns_error(path: str | Path, present: Iterable[str], needed: Iter
 
 
 def validate_chunk(chunk: pd.DataFrame, features: FeatureSet, path: str | Path,
-                   first_row: int, chunk_no: int) -> pd.DataFrame:
+                   first_row: int, chunk_no: int,
+                   missing_text: dict[str, int] | None = None) -> pd.DataFrame:
     """Check one chunk of a streamed table (ids and the model's feature columns).
 
-    The same column rules as :func:`validate_frame`, with file row numbers.
+    The same column rules as :func:`validate_frame`, with file row numbers. Missing values of a
+    ``text`` column are no problem (they count as empty text): their number is added to
+    ``missing_text`` so the caller can sum them over the chunks and say how many
+    (:func:`chunk_notes`).
 
     Returns:
         The chunk with categorical values spelled canonically (``Fix Bugs`` -> ``fix_bugs``),
@@ -524,6 +528,7 @@ def validate_chunk(chunk: pd.DataFrame, features: FeatureSet, path: str | Path,
         path: The input file (for the message).
         first_row: 0-based position of the chunk's first row in the file.
         chunk_no: 1-based chunk number (for the message).
+        missing_text: Per text column, missing values so far; this chunk's are added in place.
 
     Raises:
         DataError: listing every problem of the chunk.
@@ -539,9 +544,40 @@ def validate_chunk(chunk: pd.DataFrame, features: FeatureSet, path: str | Path,
         typed = _check_feature(chunk, spec, problems, first_row)
         if spec.kind == "categorical" and spec.values:
             canonical[spec.name] = typed.to_numpy()
+        if spec.kind == "text" and missing_text is not None:
+            missing_text[spec.name] = (missing_text.get(spec.name, 0)
+                                       + int(chunk[spec.name].isna().sum()))
     if problems:
         last = first_row + len(chunk)
         problems.append(f"(found in chunk {chunk_no}, rows {first_row + 1}-{last}; nothing was "
                         "written. Fix the rows and run again.)")
         raise DataError(str(path), problems)
     return chunk.assign(**canonical) if canonical else chunk
+
+
+def chunk_notes(missing_text: dict[str, int], n_rows: int) -> tuple[str, ...]:
+    """The notes of a streamed table: how many sessions of each text column had no text.
+
+    Args:
+        missing_text: Missing values per text column, summed over the chunks by
+            :func:`validate_chunk`.
+        n_rows: Rows read in all.
+
+    Returns:
+        One sentence per text column with missing values (the wording of
+        :attr:`SessionTable.notes`), in the feature set's order.
+    """
+    from pulse_ml.models.text import missing_text_note  # scikit-learn only when text is used
+
+    if not missing_text:
+        return ()
+    notes = (missing_text_note(col, n, n_rows) for col, n in missing_text.items())
+    return tuple(note for note in notes if note)
+
+
+def note_lines(notes: Sequence[str]) -> str:
+    """``notes`` as ``note: ...`` lines, each ending in a newline ("" when there are none).
+
+    For the jobs: ``say(note_lines(table.notes), end="")`` prints nothing without notes.
+    """
+    return "".join(f"note: {note}\n" for note in notes)

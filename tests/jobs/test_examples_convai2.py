@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +22,8 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "convai2"
-DATA = REPO / ".." / "shared" / "data" / "real" / "convai2-wild-evaluation" / "data_volunteers.json"
+SHARED = Path(os.environ.get("PULSE_SHARED_DIR") or REPO / ".." / "shared")  # override: env var
+DATA = SHARED / "data" / "real" / "convai2-wild-evaluation" / "data_volunteers.json"
 
 
 def _load_prepare():
@@ -113,10 +115,15 @@ def test_feature_set_matches_prepare_output(tmp_path):
 
 @pytest.mark.skipif(not DATA.is_file(),
                     reason=f"ConvAI2 data {DATA} is absent (no <repo>/../shared folder)")
-def test_convai2_example_end_to_end_on_a_subsample(pulse_home, cli, tmp_path):
+@pytest.mark.parametrize(("feature_file", "feature_set"), [
+    ("features.yaml", "convai2"),
+    ("features_text.yaml", "convai2_text"),  # + user_text, bot_text as text columns
+])
+def test_convai2_example_end_to_end_on_a_subsample(pulse_home, cli, tmp_path, feature_file,
+                                                   feature_set):
     sessions = tmp_path / "convai2_sub.parquet"
     res = subprocess.run([sys.executable, str(EXAMPLE / "prepare.py"), "--sample", "500",
-                          "--seed", "0", "--out", str(sessions)],
+                          "--seed", "0", "--input", str(DATA), "--out", str(sessions)],
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     table = pd.read_parquet(sessions)
@@ -128,7 +135,14 @@ def test_convai2_example_end_to_end_on_a_subsample(pulse_home, cli, tmp_path):
         "bot002_vs_bot006": ["Bot 002", "Bot 006"], "bot009_vs_bot011": ["Bot 009", "Bot 011"]}
     assert table.groupby("condition")["case_study"].nunique().max() == 1  # one study per chat
 
-    features = EXAMPLE / "features.yaml"
+    features = EXAMPLE / feature_file
+    text_columns = [c for c, spec in yaml.safe_load(features.read_text())["columns"].items()
+                    if spec.get("kind") == "text"]
+    if feature_set == "convai2_text":
+        assert text_columns == ["user_text", "bot_text"]
+        for col in text_columns:  # prepare writes each side's messages as strings
+            assert table[col].map(lambda v: isinstance(v, str)).all()
+            assert table[col].str.len().gt(0).mean() > 0.5
     studies = EXAMPLE / "case_study"
     res = cli("train", f"data.path={sessions}", f"features={features}", "model=lightgbm",
               "tuning.n_trials=2", "progress=false")
@@ -136,7 +150,7 @@ def test_convai2_example_end_to_end_on_a_subsample(pulse_home, cli, tmp_path):
     run = mlflow.search_runs(experiment_names=["pulse-train"],
                              filter_string="tags.kind = 'family'")
     assert len(run) == 1 and np.isfinite(run["metrics.cv_pearson"][0])
-    assert run["tags.feature_set"][0] == "convai2"
+    assert run["tags.feature_set"][0] == feature_set
 
     res = cli("infer", f"data.path={sessions}", f"case_study_dirs=['{studies}']",
               "permutations=500")

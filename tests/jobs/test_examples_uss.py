@@ -7,6 +7,7 @@ the checkout, or under ``$PULSE_SHARED_DIR``); skips with the reason when they a
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 
 from pulse_ml.config import compose
-from pulse_ml.jobs import infer, train
+from pulse_ml.jobs import audit, infer, train
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = Path(os.environ.get("PULSE_SHARED_DIR") or ROOT / ".." / "shared")  # override: env var
@@ -55,3 +56,34 @@ def test_uss_subsample_text_raises_r_and_infer_runs(pulse_home, tmp_path):
                                           f"case_study_dirs=[{ROOT}/examples/uss/case_study]",
                                           "case_studies=[sgd_vs_mwoz]"]))
     assert set(effects["case_study"]) == {"sgd_vs_mwoz"}
+
+
+def test_uss_audit_reference_truth_reads_the_hidden_labels(pulse_home, tmp_path):
+    prepare = _prepare()
+    table = prepare.build_table(USS, corpora=("SGD", "MWOZ"), label_share=0.4, seed=3)
+    rng = np.random.default_rng(1)
+    table = table.iloc[np.sort(rng.choice(len(table), 800, replace=False))].reset_index(drop=True)
+    path = tmp_path / "uss_40pct.parquet"
+    truth_path = prepare.write_table(table, path)
+    assert truth_path == tmp_path / "ground_truth.json"
+    effects = json.loads(truth_path.read_text())["effects"]
+    assert set(effects) == {"sgd_vs_mwoz"}  # ReDial and CCPE are not in this table
+    hidden = table["rating_hidden"].to_numpy(float)
+    cond = table["condition"].to_numpy()
+    want = hidden[cond == "SGD"].mean() - hidden[cond == "MWOZ"].mean()
+    assert effects["sgd_vs_mwoz"]["effect"] == pytest.approx(want, abs=1e-12)
+    labeled = table["rating"].notna().to_numpy()
+    all_labels = (table["rating"][labeled & (cond == "SGD")].mean()
+                  - table["rating"][labeled & (cond == "MWOZ")].mean())
+    assert abs(want - all_labels) > 1e-3  # so a reference read from the labels would show
+
+    train.run(compose("train", [f"data.path={path}", "tuning.n_trials=2", "progress=false",
+                                "model=hist_gb", "cv.group_by=none", "register=always",
+                                f"features={ROOT}/examples/uss/features_no_text.yaml"]))
+    res = audit.run(compose("audit", [
+        f"data.path={path}", "case_study=sgd_vs_mwoz", "reference=truth", "replications=40",
+        "split_half.replications=40", "progress=false", "log_mlflow=false",
+        f"case_study_dirs=[{ROOT}/examples/uss/case_study]", f"output={tmp_path / 'audit'}"]))
+    assert res.reference_kind == "true effect"
+    assert res.reference == pytest.approx(want, abs=1e-12)
+    assert (tmp_path / "audit" / "audit_sgd_vs_mwoz.json").is_file()

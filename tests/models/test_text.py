@@ -8,6 +8,7 @@ the package cannot be imported).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -54,8 +55,8 @@ def _has(module: str) -> bool:
 
 
 needs_vader = pytest.mark.skipif(not _has("vaderSentiment"),
-                                 reason="vaderSentiment not installed (pip install "
-                                        "'pulse-ml[text]')")
+                                 reason="vaderSentiment not installed (a base dependency: "
+                                        "pip install 'vaderSentiment>=3.3')")
 needs_wordllama = pytest.mark.skipif(not _has("wordllama"),
                                      reason="wordllama not installed (pip install "
                                             "'pulse-ml[text]')")
@@ -403,23 +404,31 @@ def test_check_text_column_counts_missing_and_refuses_non_text_rows():
             pd.Series([""] * 20, name="user_text"), np.arange(20.0))
 
 
-def test_missing_package_names_the_extra():
-    with pytest.raises(PulseError, match=r"pip install 'pulse-ml\[text\]'"):
+@pytest.mark.parametrize(("package", "func", "encoder", "hint", "wrong"), [
+    # VADER is a base dependency: reinstall it; naming the text extra would not bring it back
+    ("vaderSentiment", "vader_features", "vader", "pip install 'vaderSentiment>=3.3'",
+     "pulse-ml[text]"),
+    ("wordllama", "wordllama_features", "wordllama", "pip install 'pulse-ml[text]'", None),
+])
+def test_missing_package_names_how_to_install_it(package, func, encoder, hint, wrong):
+    with pytest.raises(PulseError, match=r"pip install 'pulse_ml_no_such_encoder_pkg'"):
         require_package("pulse_ml_no_such_encoder_pkg", "vader")
     # The real import path with the package made unimportable (sys.modules[name] = None).
-    code = textwrap.dedent("""
+    code = textwrap.dedent(f"""
         import sys
-        sys.modules["vaderSentiment"] = None
+        sys.modules[{package!r}] = None
         from pulse_ml.errors import PulseError
-        from pulse_ml.models.text import vader_features
+        from pulse_ml.models import text
         try:
-            vader_features(["hello"])
+            text.{func}(["hello"])
         except PulseError as exc:
             print(exc)
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=REPO)
-    assert "'vader'" in out.stdout and "pulse-ml[text]" in out.stdout
+    assert f"'{encoder}'" in out.stdout and hint in out.stdout, out.stdout
+    if wrong:
+        assert wrong not in out.stdout, out.stdout
 
 
 def test_feature_set_text_kind_options_and_search_space():
@@ -484,7 +493,8 @@ def test_optuna_tunes_text_settings_through_the_pulse_objective():
 # The USS example table
 # --------------------------------------------------------------------------------------------
 
-USS = REPO.parent / "shared" / "data" / "real" / "uss-user-satisfaction-simulation"
+SHARED = Path(os.environ.get("PULSE_SHARED_DIR") or REPO.parent / "shared")  # override: env var
+USS = SHARED / "data" / "real" / "uss-user-satisfaction-simulation"
 
 
 @pytest.mark.skipif(not (USS / "SGD.txt").is_file(),
