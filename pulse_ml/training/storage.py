@@ -16,7 +16,7 @@ import math
 from pathlib import Path
 
 from pulse_ml.errors import PulseError
-from pulse_ml.faults import probe_tcp, seconds_from_env, shorten
+from pulse_ml.faults import probe_tcp, seconds_from_env, shorten, within
 
 TIMEOUT_ENV = "PULSE_TRACKING_TIMEOUT"
 DEFAULT_TIMEOUT_S = 10.0
@@ -113,7 +113,7 @@ def open_storage(url: str | None, timeout: float | None = None):
         return None
 
     try:
-        storage = _within(timeout, create)
+        storage = within(timeout, create, "open-optuna-storage")
     except TimeoutError:
         raise PulseError(f"tuning.storage={shown}: the database accepts connections but does "
                          f"not answer within {timeout:g} s. Check the server (and that the URL "
@@ -132,28 +132,3 @@ def open_storage(url: str | None, timeout: float | None = None):
     return storage
 
 
-def _within(timeout: float, fn):
-    """Run ``fn`` in a daemon thread; raise ``TimeoutError`` if it has not returned in time.
-
-    Drivers bound the TCP connect, but not every one bounds the handshake after it (pymysql
-    waits forever for a server greeting); a thread bounds every driver the same way. A thread
-    that is still waiting is abandoned: the command is about to exit with the error.
-    """
-    import threading
-
-    box: dict[str, object] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, name="open-optuna-storage", daemon=True)
-    thread.start()
-    thread.join(timeout + 2.0)  # the driver's own connect_timeout usually fires first
-    if thread.is_alive():
-        raise TimeoutError
-    if "error" in box:
-        raise box["error"]  # type: ignore[misc]
-    return box["value"]

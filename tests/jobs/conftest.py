@@ -152,3 +152,27 @@ def mlflow_server(postgres, tmp_path_factory):
             os.killpg(proc.pid, 9)
             proc.wait(timeout=30)
         log.close()
+
+
+@contextlib.contextmanager
+def _chattr_immutable(*paths: Path):
+    """``chattr +i`` (root cannot write either); skip the test when the file system refuses."""
+    if shutil.which("chattr") is None:
+        pytest.skip("chattr is not available: cannot make a store read-only for root")
+    done = []
+    try:
+        for p in paths:
+            res = subprocess.run(["chattr", "+i", str(p)], capture_output=True, text=True)
+            if res.returncode != 0:
+                pytest.skip(f"chattr +i is not supported here ({res.stderr.strip()})")
+            done.append(p)
+        yield
+    finally:
+        for p in reversed(done):
+            subprocess.run(["chattr", "-i", str(p)], capture_output=True)
+
+
+@pytest.fixture
+def immutable():
+    """A context manager making files and folders immutable for the block (a read-only store)."""
+    return _chattr_immutable

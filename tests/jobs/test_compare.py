@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
-from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import mlflow
 import pandas as pd
-import pytest
 
 from pulse_ml.config import compose
 from pulse_ml.jobs import compare, train
@@ -33,26 +30,8 @@ def _drop_user_ids(run_id: str) -> None:
     pd.read_csv(path).drop(columns=["user_id"]).to_csv(path, index=False)
 
 
-@contextmanager
-def _immutable(*paths: Path):
-    """``chattr +i`` (root cannot write either); skip when the file system refuses."""
-    if shutil.which("chattr") is None:
-        pytest.skip("chattr is not available: cannot make a store read-only for root")
-    done = []
-    try:
-        for p in paths:
-            res = subprocess.run(["chattr", "+i", str(p)], capture_output=True, text=True)
-            if res.returncode != 0:
-                pytest.skip(f"chattr +i is not supported here ({res.stderr.strip()})")
-            done.append(p)
-        yield
-    finally:
-        for p in reversed(done):
-            subprocess.run(["chattr", "-i", str(p)], capture_output=True)
-
-
 def test_pairing_users_folds_references_and_stale_outputs(small_demo, pulse_home, tmp_path,
-                                                          capsys, cli):
+                                                          capsys, cli, immutable):
     data = tmp_path / "sessions.parquet"
     shutil.copy(small_demo, data)
     v1 = _train(data)                                            # champion, folds by user
@@ -104,7 +83,7 @@ def test_pairing_users_folds_references_and_stale_outputs(small_demo, pulse_home
 
     # compare only reads: a read-only store is fine
     store = pulse_home / "mlruns"
-    with _immutable(store / "mlflow.db", store):
+    with immutable(store / "mlflow.db", store):
         res = cli("compare", f"output={tmp_path / 'ro'}", "reference=none")
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "ro" / "comparison.csv").is_file()

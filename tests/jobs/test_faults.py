@@ -102,24 +102,6 @@ def _file_size_limit(limit: int):
     return apply
 
 
-@contextmanager
-def _immutable(*paths: Path):
-    """``chattr +i`` (root cannot write either); skip the test when the file system refuses."""
-    if shutil.which("chattr") is None:
-        pytest.skip("chattr is not available: cannot make a store read-only for root")
-    done = []
-    try:
-        for p in paths:
-            res = subprocess.run(["chattr", "+i", str(p)], capture_output=True, text=True)
-            if res.returncode != 0:
-                pytest.skip(f"chattr +i is not supported here ({res.stderr.strip()})")
-            done.append(p)
-        yield
-    finally:
-        for p in reversed(done):
-            subprocess.run(["chattr", "-i", str(p)], capture_output=True)
-
-
 @pytest.fixture
 def registered(small_demo, pulse_home):
     return train.run(compose("train", [f"data.path={small_demo}", *FAST]))
@@ -251,23 +233,24 @@ def test_explicit_store_in_a_missing_folder_is_not_created(small_demo, pulse_hom
 
 
 @pytest.mark.parametrize("verb", ["train", "promote"])
-def test_read_only_store_is_one_line(verb, small_demo, pulse_home, tmp_path):
+def test_read_only_store_is_one_line(verb, small_demo, pulse_home, tmp_path, immutable):
     """MLflow alone printed 77-92 lines of chained tracebacks, then 'failed unexpectedly'."""
     folder = tmp_path / "ro"
     folder.mkdir()
     shutil.copy(pulse_home / "mlruns" / "mlflow.db", folder / "mlflow.db")
     before = _tree(folder)
     args = ([f"data.path={small_demo}", *FAST] if verb == "train" else ["version=1"])
-    with _immutable(folder / "mlflow.db", folder):
+    with immutable(folder / "mlflow.db", folder):
         res = _run(verb, *args, env=_env(MLFLOW_TRACKING_URI=f"sqlite:///{folder}/mlflow.db"))
     _one_line_error(res, "the store is read-only")
     assert len(res.stderr.strip().splitlines()) == 1, res.stderr
     assert _tree(folder) == before
 
 
-def test_read_only_store_still_serves_its_model(registered, small_demo, pulse_home, tmp_path):
+def test_read_only_store_still_serves_its_model(registered, small_demo, pulse_home, tmp_path,
+                                                 immutable):
     store = pulse_home / "mlruns"
-    with _immutable(store / "mlflow.db", store):
+    with immutable(store / "mlflow.db", store):
         res = _run("infer", f"data.path={small_demo}", "permutations=200", "log_mlflow=false",
                    f"output={tmp_path / 'out'}")
     assert res.returncode == 0, res.stderr
