@@ -15,8 +15,8 @@ the same annotators as the label and would leak it.
 Case studies are two disjoint pairs of corpora: ``sgd_vs_mwoz`` and ``redial_vs_ccpe``. With
 ``--label-share 0.1`` a seeded 10% of the dialogues keep their rating and the rest become
 unlabeled (sparse ratings as in production); the hidden rating stays in ``rating_hidden``, and
-``ground_truth.json`` beside the table holds each case study's effect on all labels (treatment
-minus control mean rating, the format the simulator writes), so
+``<table>.ground_truth.json`` beside the table holds each case study's effect on all labels
+(treatment minus control mean rating, the format the simulator writes), so
 ``pulse-ml audit reference=truth`` checks the intervals against it.
 
 Usage:
@@ -164,10 +164,11 @@ def ground_truth(table: pd.DataFrame) -> dict:
 
 
 def write_table(table: pd.DataFrame, out: Path) -> Path:
-    """Write ``table`` (.csv or .parquet) and ``ground_truth.json`` beside it, each atomically.
+    """Write ``table`` (.csv or .parquet) and ``<stem>.ground_truth.json`` beside it (atomically).
 
     Returns:
-        The path of ``ground_truth.json``.
+        The path of ``<stem>.ground_truth.json`` (read by infer and ``audit reference=truth``;
+        named after the table so another table in the folder never picks it up).
     """
     from pulse_ml.report.atomic import atomic_file, write_text
 
@@ -176,7 +177,7 @@ def write_table(table: pd.DataFrame, out: Path) -> Path:
             table.to_csv(tmp, index=False)
         else:
             table.to_parquet(tmp, index=False)
-    return write_text(out.with_name("ground_truth.json"),
+    return write_text(out.with_name(f"{out.stem}.ground_truth.json"),
                       json.dumps(ground_truth(table), indent=2) + "\n")
 
 

@@ -33,7 +33,11 @@ from pulse_ml.inference.honest import PREDICTION_MODES, honest_data
 from pulse_ml.report.html import run_identity
 from pulse_ml.report.tables import say
 from pulse_ml.sessions.case_studies import CaseStudy
-from pulse_ml.sessions.readers import read_frame
+from pulse_ml.sessions.readers import ground_truth_path, load_ground_truth, read_frame
+
+REFERENCES = {"auto": "check against the true effect when the table has a ground-truth file",
+              "truth": "require the true effect (<table>.ground_truth.json or ground_truth.json)",
+              "none": "no check against a true effect"}
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,7 @@ class AuditSettings:
     model_uri: str
     data_path: str
     mode: str
+    reference: str
     hide_share: float
     replications: int
     split_half_replications: int
@@ -65,6 +70,7 @@ def settings_from_config(cfg: Node) -> AuditSettings:
         case_study=str(cfg.case_study), model_uri=str(require(cfg, "model_uri", "audit")),
         data_path=str(cfg.data.path),
         mode=choice(cfg, "ppi.predictions", "audit", PREDICTION_MODES),
+        reference=choice(cfg, "reference", "audit", REFERENCES),
         hide_share=number(cfg, "hide_share", "audit", 0, 1, open_interval=True),
         replications=number(cfg, "replications", "audit", 1, None, integer=True), seed=seed,
         split_half_replications=number(cfg, "split_half.replications", "audit", 10, None,
@@ -99,6 +105,7 @@ def run(cfg: Node):
     data = honest_data(raw, job.data_path, ensemble, job.case_studies, [name], mode)
     table, preds, notes = data.table, data.predictions, data.notes
     study = table.case_study(name)
+    truth = _truth_check(job, table, preds, study)
     result = split_half(table, preds, study, settings, job.split_half_replications, job.seed)
     halves = result.audits
     check = consistency(table, preds, study, settings, job.replications, job.hide_share,
@@ -112,7 +119,7 @@ def run(cfg: Node):
             if k not in ("per_replication", "case_study")}
     summary = {"case_study": name, "mode": mode, "verdict": result.verdict,
                "verdict_reason": result.reason,
-               "split_half": split, "consistency": cons}
+               "split_half": split, "consistency": cons, "truth": truth}
     per = pd.concat([a.per_replication.assign(method=m) for m, a in halves.items()],
                     ignore_index=True)
     with staged_outputs(out) as stage:  # both files or neither; earlier ones stay otherwise
@@ -144,6 +151,13 @@ def run(cfg: Node):
         say("   warning: labeled sessions look different from unlabeled ones to the predictor "
             "(augmented agreement well below naive); check label_shift.csv and "
             "prediction_shift.csv from pulse-ml infer, or try infer reweight=true.")
+    if truth is not None:
+        say(f"3. against the true effect {truth['effect']:+.4f} ({Path(truth['source']).name}; "
+            "one dataset: a yes/no, not a coverage rate):")
+        for method in ("naive", "augmented"):
+            t = truth[method]
+            say(f"   {method:9s} {t['effect']:+.4f} [{t['ci_lower']:+.4f}, {t['ci_upper']:+.4f}]"
+                f"  covers the true effect: {'yes' if t['covers'] else 'NO'}")
     if mode == "in_sample":
         say("   warning: in_sample predictions leak labels; this audit cannot vouch for them.")
     say(f"written: {out / f'audit_{name}.json'}, {out / f'audit_{name}.csv'}")
@@ -151,6 +165,34 @@ def run(cfg: Node):
         _log_run(job, result, check, [out / f"audit_{name}.json", out / f"audit_{name}.csv"],
                  version, raw)
     return summary
+
+
+def _truth_check(job: AuditSettings, table, preds, study) -> dict | None:
+    """The full-data intervals against the table's true effect (``reference``), or None.
+
+    Raises:
+        PulseError: ``reference=truth`` and no ground-truth file names this case study.
+    """
+    if job.reference == "none":
+        return None
+    effects = load_ground_truth(job.data_path)
+    if study.name not in effects:
+        if job.reference == "truth":
+            raise PulseError(
+                f"reference=truth: no true effect for case study '{study.name}' beside "
+                f"{job.data_path} (looked for {Path(job.data_path).stem}.ground_truth.json and "
+                "ground_truth.json). Use reference=auto or reference=none.")
+        return None
+    from pulse_ml.inference.effects import analyse
+
+    comparison = analyse(table, preds, study, job.settings).comparison
+    true = effects[study.name]
+    out = {"effect": true, "source": str(ground_truth_path(job.data_path))}
+    for method in ("naive", "augmented"):
+        est = getattr(comparison, method)
+        out[method] = {"effect": est.effect, "ci_lower": est.ci_lower, "ci_upper": est.ci_upper,
+                       "covers": bool(est.ci_lower <= true <= est.ci_upper)}
+    return out
 
 
 def _log_run(job: AuditSettings, result, check, files: list[Path], version, raw) -> None:

@@ -41,7 +41,7 @@ from pulse_ml.inference.effects import (
 from pulse_ml.inference.honest import PREDICTION_MODES, honest_data
 from pulse_ml.report.tables import level_pct, markdown_table, say, text_table
 from pulse_ml.sessions.case_studies import CaseStudy
-from pulse_ml.sessions.readers import load_ground_truth, read_frame
+from pulse_ml.sessions.readers import is_simulated, load_ground_truth, read_frame
 
 IN_SAMPLE_WARNING = ("WARNING: ppi.predictions=in_sample predicts labeled sessions with a model "
                      "that was trained on them (the paper's procedure). The rectifier is overfit, "
@@ -262,7 +262,7 @@ def run_settings(job: InferJob) -> pd.DataFrame:
             say(f"warning: {r.study.name}: {warning}")
     shifted = [(r.study.name, row) for r in results if len(r.shift)
                for row in r.shift[r.shift["large"]].itertuples(index=False)]
-    if shifted and truth:  # simulated data: the simulator makes this shift on purpose
+    if shifted and is_simulated(job.data_path):  # the simulator makes this shift on purpose
         cols = sorted({row.feature for _, row in shifted})
         say(f"note: as in the paper, rated demo sessions have more user messages, so "
             f"{len(shifted)} case stud{'y shows' if len(shifted) == 1 else 'ies show'} a "

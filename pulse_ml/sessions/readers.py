@@ -97,16 +97,44 @@ def with_text_columns(frame: pd.DataFrame, path: str | Path,
     return frame.assign(**{c: text[c].to_numpy() for c in redo})
 
 
-def load_ground_truth(data_path: str) -> dict[str, float]:
-    """True effects from ``ground_truth.json`` next to simulated data (else empty)."""
-    path = Path(data_path).with_name("ground_truth.json")
-    if not path.is_file():
+def ground_truth_path(data_path: str) -> Path | None:
+    """The true-effects file of a table: ``<stem>.ground_truth.json``, else ``ground_truth.json``.
+
+    The simulator writes ``ground_truth.json`` in its own folder; example scripts that know the
+    truth of real data (USS hidden labels) write ``<stem>.ground_truth.json`` so that another
+    table in the same folder never picks it up.
+    """
+    path = Path(data_path)
+    for candidate in (path.with_name(f"{path.stem}.ground_truth.json"),
+                      path.with_name("ground_truth.json")):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _ground_truth_json(data_path: str) -> dict:
+    path = ground_truth_path(data_path)
+    if path is None:
         return {}
     try:
-        effects = json.loads(path.read_text()).get("effects", {})
-        return {k: float(v["effect"]) for k, v in effects.items()}
-    except (ValueError, KeyError, TypeError):
+        data = json.loads(path.read_text())
+    except ValueError:
         return {}
+    return data if isinstance(data, dict) else {}
+
+
+def load_ground_truth(data_path: str) -> dict[str, float]:
+    """True effects per case study from the table's ground-truth file (else empty)."""
+    try:
+        effects = _ground_truth_json(data_path).get("effects", {})
+        return {k: float(v["effect"]) for k, v in effects.items()}
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def is_simulated(data_path: str) -> bool:
+    """Whether the table's ground truth comes from the simulator (it records ``bayes_rho``)."""
+    return "bayes_rho" in _ground_truth_json(data_path)
 
 
 def input_columns(path: Path) -> list[str]:

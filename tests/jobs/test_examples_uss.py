@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from pulse_ml.config import compose
+from pulse_ml.errors import PulseError
 from pulse_ml.jobs import audit, infer, train
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,7 +66,7 @@ def test_uss_audit_reference_truth_reads_the_hidden_labels(pulse_home, tmp_path)
     table = table.iloc[np.sort(rng.choice(len(table), 800, replace=False))].reset_index(drop=True)
     path = tmp_path / "uss_40pct.parquet"
     truth_path = prepare.write_table(table, path)
-    assert truth_path == tmp_path / "ground_truth.json"
+    assert truth_path == tmp_path / "uss_40pct.ground_truth.json"  # never read for other tables
     effects = json.loads(truth_path.read_text())["effects"]
     assert set(effects) == {"sgd_vs_mwoz"}  # ReDial and CCPE are not in this table
     hidden = table["rating_hidden"].to_numpy(float)
@@ -84,6 +85,18 @@ def test_uss_audit_reference_truth_reads_the_hidden_labels(pulse_home, tmp_path)
         f"data.path={path}", "case_study=sgd_vs_mwoz", "reference=truth", "replications=40",
         "split_half.replications=40", "progress=false", "log_mlflow=false",
         f"case_study_dirs=[{ROOT}/examples/uss/case_study]", f"output={tmp_path / 'audit'}"]))
-    assert res.reference_kind == "true effect"
-    assert res.reference == pytest.approx(want, abs=1e-12)
-    assert (tmp_path / "audit" / "audit_sgd_vs_mwoz.json").is_file()
+    truth = res["truth"]
+    assert truth["effect"] == pytest.approx(want, abs=1e-12)
+    assert Path(truth["source"]) == truth_path
+    for method in ("naive", "augmented"):
+        t = truth[method]
+        assert t["covers"] == (t["ci_lower"] <= want <= t["ci_upper"])
+    saved = json.loads((tmp_path / "audit" / "audit_sgd_vs_mwoz.json").read_text())
+    assert saved["truth"]["effect"] == pytest.approx(want, abs=1e-12)
+    # another table in the same folder does not pick up this table's truth
+    other = tmp_path / "other.parquet"
+    table.to_parquet(other)
+    with pytest.raises(PulseError, match="reference=truth: no true effect"):
+        audit.run(compose("audit", [
+            f"data.path={other}", "case_study=sgd_vs_mwoz", "reference=truth",
+            f"case_study_dirs=[{ROOT}/examples/uss/case_study]", "log_mlflow=false"]))
