@@ -25,7 +25,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "infer": ("pulse_ml.jobs.infer", "naive vs PPI++ effects and intervals per case study"),
     "monitor": ("pulse_ml.jobs.monitor", "anytime-valid daily monitoring: the day a test is "
                 "conclusive"),
-    "audit": ("pulse_ml.jobs.audit", "hide labels many times to check the intervals' coverage"),
+    "audit": ("pulse_ml.jobs.audit", "split-half audit of the intervals (+ a consistency check)"),
     "plan": ("pulse_ml.jobs.plan", "labels per arm needed to detect an effect, naive vs PPI"),
     "score": ("pulse_ml.jobs.score", "predict satisfaction for a large table in bounded memory"),
     "benchmarks": ("pulse_ml.jobs.benchmarks", "human effect vs benchmark deltas per task type"),

@@ -56,8 +56,9 @@ from pulse_ml.stats.sequential import MIN_CHECKED_UNITS, MonitorResult, monitor_
 
 DAY = pd.Timedelta(days=1)
 # Options of the ``lambda_rule`` setting (value -> meaning).
-LAMBDA_RULES = {"joint": "both lambdas minimize the effect's variance (users in both arms)",
-                "arm": "each arm's own optimum, as infer"}
+LAMBDA_RULES = {"joint": "both lambdas minimize the effect's variance (users in both arms), "
+                          "then shrunk to the narrowest printed interval, as infer",
+                "arm": "each arm's own optimum (no shrinking)"}
 ESTIMATOR_NAMES = {"naive": "naive", "augmented": "PPI++"}
 FRAME_COLUMNS = [
     "case_study", "look", "day", "at", "estimator", "n_labeled", "n_unlabeled", "effect", "se",

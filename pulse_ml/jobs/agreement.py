@@ -36,7 +36,7 @@ from pulse_ml.config import Node, choice, is_missing, mapping, number
 from pulse_ml.errors import DataError, PulseError
 from pulse_ml.inference.agreement import agreement_outcomes, agreement_table, validate_pairs
 from pulse_ml.report.plots import agreement_chart
-from pulse_ml.report.tables import markdown_table, text_table
+from pulse_ml.report.tables import markdown_table, say, text_table
 from pulse_ml.sessions.table import bad_values, numeric_column, where_rows
 
 COLUMN_PREFIX = "column:"
@@ -119,7 +119,10 @@ def _model_scores(sessions: pd.DataFrame, path: str, uri: str, cache: dict) -> n
 
     if uri not in cache:
         ensemble, _ = models.load_model(uri)
-        cache[uri] = honest_data(sessions, path, ensemble, {}, only=[]).predictions
+        data = honest_data(sessions, path, ensemble, {}, only=[])
+        for note in data.notes:  # e.g. reused session ids that keep the fold-model mean
+            say(f"note: {uri}: {note}")
+        cache[uri] = data.predictions
     return cache[uri]
 
 

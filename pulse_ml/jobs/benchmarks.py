@@ -129,7 +129,8 @@ def _model_deltas(job: BenchmarksJob, comparisons: list[BenchmarkComparison]):
         cats.append(cat)
     meta = {"model": job.model_uri, "model_family": ensemble.family,
             "model_version": None if version is None else str(version.version)}
-    return wanted, deltas, pd.concat(cats, ignore_index=True), notes + list(table.notes), meta
+    notes = [*notes, *table.notes, *data.notes]
+    return wanted, deltas, pd.concat(cats, ignore_index=True), notes, meta
 
 
 def _write(job: BenchmarksJob, deltas: pd.DataFrame, cats: pd.DataFrame | None,

@@ -5,7 +5,8 @@ labeled sessions that were in the model's training data get their out-of-fold pr
 (honest, cross-fitted), all other sessions the mean of the fold models. For each case study
 (configured in conf/catalog/case_studies/ or found in the data with exactly two conditions) it
 reports the naive difference of labeled means (permutation p-value) and the PPI++ effect (the
-two arms' lambdas chosen jointly to minimize the effect's variance; cluster-robust by user), the
+two arms' lambdas chosen jointly to minimize the effect's variance, then shrunk to the narrowest
+printed interval, never wider than naive; cluster-robust by user), the
 CI reduction, the feature comparison per arm and the labeled-vs-unlabeled shift. Writes
 effects.{json,csv,md}, forest.png, features.csv, label_shift.csv and report.html to ``output``
 and logs everything to MLflow experiment pulse-infer.

@@ -149,6 +149,7 @@ def monitoring(volumes: dict, effect: float, sd: float, rho: float, alpha: float
         say(f"  PPI++ is conclusive in {mp.median_ratio:.2f}x the days of naive (median; "
               f"variance ratio {mp.variance_ratio:.3f})")
     say(f"  '-' = not within {days} days; fixed-horizon days = one look at the end.")
+    say(f"  To monitor with this plan's target: pulse-ml monitor horizon_days={mp.target_day}")
     say(f"  With no effect, peeking daily at a fixed {1 - alpha:.0%} CI errs "
           f"{mp.peeking_type1:.1%} of the time; the sequence {mp.sequence_type1:.1%}.")
     return mp

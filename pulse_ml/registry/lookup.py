@@ -7,8 +7,6 @@ their settings are read, before MLflow is imported or the table is loaded.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from pulse_ml.errors import PulseError
 
 
@@ -18,10 +16,12 @@ def require_store(model_uri: str) -> None:
     Checked before any data is read and before MLflow would create an empty store (seconds of
     schema migrations) only to report that the model is missing.
     """
+    from pulse_ml.registry.guard import sqlite_file
     from pulse_ml.registry.store import tracking_uri
 
     uri = tracking_uri()
-    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file():
+    db = sqlite_file(uri)
+    if db is not None and not db.is_file():
         raise PulseError(f"cannot load model '{model_uri}': there is no MLflow store at {uri} "
                          "yet, so no model is registered. Train and register one with "
                          "`pulse-ml train` (or `pulse-ml pipeline`), or point "
@@ -90,7 +90,12 @@ def _sqlite_has_version(rest: str) -> bool | None:
                  "AND current_stage != 'Deleted_Internal'")
         args = (name, int(ver))
     try:
-        path = Path(uri[len("sqlite:///"):]).resolve()
+        from pulse_ml.registry.guard import sqlite_file
+
+        path = sqlite_file(uri)
+        if path is None:
+            return None
+        path = path.resolve()
         with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as con:
             return con.execute(query, args).fetchone() is not None
     except (sqlite3.Error, OSError, ValueError):

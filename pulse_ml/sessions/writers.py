@@ -46,6 +46,8 @@ def write_table(frame: pd.DataFrame, out: Path, setting: str) -> None:
         if kind == "csv":
             frame.to_csv(tmp, index=False)
         elif kind == "jsonl":
-            frame.to_json(tmp, orient="records", lines=True, force_ascii=False)
+            # times as ISO 8601 (the contract's started_at), not epoch milliseconds
+            frame.to_json(tmp, orient="records", lines=True, force_ascii=False,
+                          date_format="iso", date_unit="s")
         else:
             frame.to_parquet(tmp, index=False)

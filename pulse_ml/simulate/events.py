@@ -182,6 +182,11 @@ def write_events(sessions: pd.DataFrame, directory: Path, seed: int,
     variants = rng.integers(0, 1_000_000, size=len(rows))
     starts = (np.datetime64("2025-06-01T08:00:00")
               + rng.integers(0, 90 * 24 * 3600, size=len(rows)) * np.timedelta64(1, "s"))
+    if "started_at" in rows.columns:  # the table's calendar, so extract gives it back
+        known = pd.to_datetime(rows["started_at"], utc=True, errors="coerce")
+        ok = known.notna().to_numpy()
+        starts = np.where(ok, known.dt.tz_localize(None).to_numpy("datetime64[s]"),
+                          starts.astype("datetime64[s]"))
     columns = ["session_id", "user_message_count", "user_sentiment", "task_category",
                "git_commit", "git_push", "git_pull", "git_reset", "git_rebase"]
     columns += [c for c in ("user_text",) if c in rows.columns]

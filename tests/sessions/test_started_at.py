@@ -67,3 +67,20 @@ def test_round_trip_through_every_format(name, tmp_path):
         frame.to_json(path, orient="records", lines=True, date_format="iso")
     table = validate_frame(read_frame(path), name, FEATURES)
     assert (table.frame["started_at"] == times).all()
+
+
+def test_jsonl_writer_keeps_started_at_as_iso_8601(tmp_path):
+    """pandas' default JSON dates are epoch milliseconds, which the contract refuses."""
+    import json
+
+    from pulse_ml.sessions.readers import read_frame
+    from pulse_ml.sessions.writers import write_table
+
+    times = pd.to_datetime(["2026-03-01T09:00:00Z", "2026-03-02T10:30:05Z"])
+    frame = pd.DataFrame({"session_id": ["a", "b"], "started_at": times})
+    out = tmp_path / "t.jsonl"
+    write_table(frame, out, "auto")
+    raw = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["started_at"] for r in raw] == ["2026-03-01T09:00:00Z", "2026-03-02T10:30:05Z"]
+    back = pd.to_datetime(read_frame(out)["started_at"], utc=True)
+    assert (back == times).all()

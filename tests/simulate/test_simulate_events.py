@@ -107,3 +107,18 @@ def test_a_failed_write_leaves_the_earlier_event_files(tmp_path):
     with pytest.raises(KeyError):
         write_events(bad, fresh, seed=1)
     assert not fresh.exists()  # the folder this call created is removed again
+
+
+def test_event_streams_start_at_the_tables_started_at(tmp_path):
+    """simulate -> extract -> monitor keeps the calendar: the first event is started_at."""
+    from pulse_ml.extract.formats import first_timestamp
+
+    sessions = _sessions().assign(started_at=pd.to_datetime(
+        ["2026-03-01T09:00:00Z", "2026-03-02T10:30:00Z", None, "2026-03-05T23:59:59Z"]))
+    write_events(sessions, tmp_path, seed=0)
+    for row in sessions.to_dict("records"):
+        first = first_timestamp(_load(tmp_path, row["session_id"]))
+        if pd.isna(row["started_at"]):  # no time in the table: a seeded time of the demo window
+            assert first.year == 2025
+        else:
+            assert pd.Timestamp(first).tz_convert("UTC") == row["started_at"]
