@@ -469,8 +469,8 @@ def _few_units(result: MonitorResult, data: MonitorData, settings: MonitorSettin
                 f"case study '{study.name}': only {', '.join(few)} labeled {unit} by the "
                 f"last look (day {day}); the sequence's validity was checked down to "
                 f"{MIN_CHECKED_UNITS} per arm (seeded null simulations, "
-                "pulse_ml/stats/sequential/monitor.py MIN_CHECKED_UNITS: 20 users per test gave "
-                "6.9% false positives for PPI++ instead of 5%). Read the first conclusive day "
+                "pulse_ml/stats/sequential/monitor.py MIN_CHECKED_UNITS: 30 users per test gave "
+                "6-7.4% false positives for PPI++ instead of 5%). Read the first conclusive day "
                 "with care, or collect ratings from more users.")
     return out
 

@@ -67,9 +67,9 @@ Notes:
     intervals are therefore reported only from the look at which each arm has
     ``min_units_per_arm`` labeled units (users when clustered, sessions otherwise). With the
     large-sample se (ddof 0, no lambda inflation) 30 users in all and strong user effects made
-    the PPI++ sequence overshoot alpha (about 10%); with the small-sample se it stays at 5.4%
-    there (24-28 labeled users per arm), and 20 users give 6.9%: validity is checked down to
-    :data:`MIN_CHECKED_UNITS` labeled users per arm, and the monitor warns below.
+    the PPI++ sequence overshoot alpha (about 10%); with the small-sample se it reads 6-7.4%
+    there (23-29 labeled users per arm) and 3.5-4.1% with 45 users (32-43 per arm): validity is
+    checked down to :data:`MIN_CHECKED_UNITS` labeled users per arm, and the monitor warns below.
 
     The target t*. The boundary is valid for any fixed rho; t* only decides where it is
     tightest. For the guarantee t* must not depend on later data: it is fixed in advance
