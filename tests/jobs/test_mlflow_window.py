@@ -125,8 +125,10 @@ def test_finished_trials_are_visible_while_the_study_runs(small_demo, pulse_home
         while time.time() < deadline and proc.poll() is None:
             exp = client.get_experiment_by_name(keys.TRAIN_EXPERIMENT)
             if exp is not None:
-                found = client.search_runs([exp.experiment_id],
-                                           filter_string="tags.kind = 'trial'")
+                # a trial's run exists (RUNNING) for the moment its metrics are written
+                found = [r for r in client.search_runs([exp.experiment_id],
+                                                       filter_string="tags.kind = 'trial'")
+                         if r.info.status != "RUNNING"]
                 parent = client.search_runs([exp.experiment_id],
                                             filter_string="tags.kind = 'family'")
                 if len(found) >= 2 and proc.poll() is None:
