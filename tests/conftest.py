@@ -68,20 +68,29 @@ def pulse_home(tmp_path, monkeypatch, mlflow_template):
     mlflow.set_registry_uri(None)
 
 
+def _small_simulation(seed: int):
+    """The small demo design (2 case studies, 600 labeled) simulated with ``seed``."""
+    from pulse_ml.simulate.generator import CaseStudySpec, SimulateSettings, simulate
+
+    return simulate(SimulateSettings(
+        seed=seed, n_labeled=600, unlabeled_ratio=4.0, labeled_per_arm=80,
+        min_labeled_per_arm=40, mc_sessions=20_000, signal=2.0,
+        case_studies=(CaseStudySpec("plan", "no-plan", "show-plan", 0.031),
+                      CaseStudySpec("claude4_vs_gpt5", "claude-4-sonnet", "gpt-5", -0.069))))
+
+
 @pytest.fixture(scope="session")
 def small_demo(tmp_path_factory) -> Path:
     """A small simulated session table (2 case studies, 600 labeled) written once per run."""
-    from pulse_ml.simulate.generator import CaseStudySpec, SimulateSettings, simulate
-
-    settings = SimulateSettings(
-        seed=7, n_labeled=600, unlabeled_ratio=4.0, labeled_per_arm=80, min_labeled_per_arm=40,
-        mc_sessions=20_000, signal=2.0,
-        case_studies=(CaseStudySpec("plan", "no-plan", "show-plan", 0.031),
-                      CaseStudySpec("claude4_vs_gpt5", "claude-4-sonnet", "gpt-5", -0.069)))
-    result = simulate(settings)
     out = tmp_path_factory.mktemp("demo") / "sessions.parquet"
-    result.sessions.to_parquet(out, index=False)
+    _small_simulation(7).sessions.to_parquet(out, index=False)
     return out
+
+
+@pytest.fixture(scope="session")
+def colliding_table():
+    """Another simulation (seed 8): its ids restart at s000000, so they collide with training."""
+    return _small_simulation(8).sessions
 
 
 def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None,

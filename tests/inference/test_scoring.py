@@ -130,17 +130,9 @@ def test_settings_and_model_problems_are_clear(ensemble, small_demo, tmp_path):
         _score(no_oof, small_demo, tmp_path / "o.parquet", chunk_size=10)
 
 
-@pytest.fixture(scope="module")
-def other_table(small_demo) -> pd.DataFrame:
-    """Another simulation (seed 8): its ids restart at s000000, so they collide with training."""
-    from pulse_ml.simulate.generator import CaseStudySpec, SimulateSettings, simulate
-
-    return simulate(SimulateSettings(
-        seed=8, n_labeled=600, unlabeled_ratio=4.0, labeled_per_arm=80, min_labeled_per_arm=40,
-        mc_sessions=20_000, signal=2.0,
-        case_studies=(CaseStudySpec("plan", "no-plan", "show-plan", 0.031),
-                      CaseStudySpec("claude4_vs_gpt5", "claude-4-sonnet", "gpt-5",
-                                    -0.069)))).sessions
+@pytest.fixture
+def other_table(colliding_table) -> pd.DataFrame:
+    return colliding_table.copy()
 
 
 def _collisions(ensemble, table):

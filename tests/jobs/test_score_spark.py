@@ -59,24 +59,13 @@ def test_spark_missing_names_the_extra(small_demo, pulse_home):
     assert "pip install 'pulse-ml[scale]'" in res.stderr and "Traceback" not in res.stderr
 
 
-def _other_table():
-    """Another simulation: its ids restart at s000000 and collide with the training ids."""
-    from pulse_ml.simulate.generator import CaseStudySpec
-
-    return simulate(SimulateSettings(
-        seed=8, n_labeled=600, unlabeled_ratio=4.0, labeled_per_arm=80, min_labeled_per_arm=40,
-        mc_sessions=20_000, signal=2.0,
-        case_studies=(CaseStudySpec("plan", "no-plan", "show-plan", 0.031),
-                      CaseStudySpec("claude4_vs_gpt5", "claude-4-sonnet", "gpt-5",
-                                    -0.069)))).sessions
-
-
-def test_spark_scores_a_parquet_directory_and_checks_fingerprints(small_demo, pulse_home, cli):
+def test_spark_scores_a_parquet_directory_and_checks_fingerprints(small_demo, pulse_home, cli,
+                                                                   colliding_table):
     """A Parquet directory (what Spark itself writes) scores; reused ids keep the mean."""
     trained = train.run(compose("train", [f"data.path={small_demo}", "model=lightgbm",
                                           "tuning.n_trials=1", "progress=false"]))
     assert trained.promoted
-    other = _other_table()
+    other = colliding_table
     single = pulse_home / "other.parquet"
     other.to_parquet(single, index=False)
     folder = pulse_home / "other_dir"
