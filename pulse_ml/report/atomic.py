@@ -19,6 +19,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NoReturn
 
 from pulse_ml.errors import PulseError
 from pulse_ml.faults import access_reason, disk_reason
@@ -57,6 +58,14 @@ def _as_user_error(exc: OSError, target: Path) -> BaseException:
     return exc
 
 
+def _reraise(exc: OSError, target: Path) -> NoReturn:
+    """Raise ``exc`` as the one-line user error it stands for (disk full, no permission)."""
+    error = _as_user_error(exc, target)
+    if error is exc:
+        raise exc
+    raise error from exc
+
+
 @contextmanager
 def atomic_file(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; it replaces ``path`` when the block succeeds.
@@ -84,10 +93,7 @@ def atomic_file(path: str | os.PathLike[str]) -> Iterator[Path]:
             os.replace(tmp, path)
         done = True
     except OSError as exc:
-        error = _as_user_error(exc, path)
-        if error is exc:
-            raise
-        raise error from exc
+        _reraise(exc, path)
     finally:
         if not done:
             tmp.unlink(missing_ok=True)
@@ -125,10 +131,7 @@ def staged_outputs(directory: str | os.PathLike[str]) -> Iterator[Path]:
                 os.replace(item, directory / item.name)
         done = True
     except OSError as exc:
-        error = _as_user_error(exc, directory)
-        if error is exc:
-            raise
-        raise error from exc
+        _reraise(exc, directory)
     finally:
         if stage is not None:
             shutil.rmtree(stage, ignore_errors=True)
