@@ -261,7 +261,9 @@ def run_settings(job: InferJob) -> pd.DataFrame:
     for r in results:
         for warning in r.comparison.warnings:
             say(f"warning: {r.study.name}: {warning}")
-    shifted = [(r.study.name, row) for r in results if len(r.shift)
+    # Feature-level shifts are named where the predictions shift enough to matter (the
+    # comparison's own consequence-driven flag), not at a fixed rank-biserial.
+    shifted = [(r.study.name, row) for r in results if len(r.shift) and r.comparison.shift_flagged
                for row in r.shift[r.shift["large"]].itertuples(index=False)]
     if shifted and is_simulated(job.data_path):  # the simulator makes this shift on purpose
         cols = sorted({row.feature for _, row in shifted})

@@ -46,7 +46,7 @@ References:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import pandas as pd
@@ -54,7 +54,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from pulse_ml.errors import PulseError
 from pulse_ml.stats import effect_engine as engine
-from pulse_ml.stats.cluster_moments import session_moments
+from pulse_ml.stats.cluster_moments import kish_sums, labeled_cluster_lin, session_moments
 from pulse_ml.stats.ppi import as_vector, normalize_weights, ppi_mean, z_two_sided
 
 __all__ = [
@@ -136,6 +136,12 @@ class ArmComparison:
         weighted: Whether labeled sessions were weighted (shift-aware PPI++).
         lambda_shrink: Share of the variance-minimizing lambdas that was used (the share that
             minimizes the printed width, tuning inflation and df loss included; 0 = naive).
+        prediction_shift: Per arm (control, treatment), unlabeled (weighted: all-session) minus
+            labeled mean prediction: the difference lambda multiplies.
+        shift_flagged: The shift is at least :data:`SHIFT_NOTE_SE` naive s.e. of the effect and
+            :data:`SHIFT_NOTE_Z` of its own s.e. in an arm (a warning says so): the
+            consequence-driven label-shift flag.
+        effective_users: Kish effective numbers of labeled users per arm (clustered only).
     """
 
     naive: Estimate
@@ -163,6 +169,9 @@ class ArmComparison:
     lam_mode: str = "joint"
     weighted: bool = False
     lambda_shrink: float = 1.0
+    prediction_shift: tuple[float, float] = (0.0, 0.0)
+    shift_flagged: bool = False
+    effective_users: tuple[float, float] | None = None
 
 
 def theoretical_width_ratio(
@@ -286,12 +295,44 @@ def _refuse(y: NDArray[np.float64], codes: NDArray[np.intp], keys: ArrayLike | N
             "as about that user.")
 
 
+SHIFT_NOTE_SE = 0.5  # prediction shift (unlabeled - labeled) of this many naive s.e. ...
+SHIFT_NOTE_Z = 3.0  # ... and this many of its own s.e. (not noise): a note
+DEGENERATE = 1e-6  # effect s.e. below this share of the arms' s.e.: no variance information
+
+
+def _refuse_degenerate(res: engine.EngineResult, clustered: bool) -> None:
+    """Refuse an effect whose variance vanishes although each arm's mean varies.
+
+    Users who rated both arms contribute their within-user difference; when every such
+    difference is the same (e.g. two users, each one star happier in treatment) the
+    cluster-robust variance is 0 and an interval would claim certainty from no information.
+    """
+    arms_se = float(np.hypot(*res.se_naive_arm[0]))
+    for name, se in (("naive", res.naive_se[0]), ("augmented", res.aug_se[0])):
+        if arms_se > 0 and se <= DEGENERATE * arms_se:
+            who = (f"its {int(res.g_lab_union[0])} labeled users" if clustered
+                   else "its labeled sessions")
+            raise PulseError(
+                f"the {name} effect's standard error is {se:.1e}, although each arm's mean "
+                f"varies (s.e. {arms_se:.2g}): {who} rated both arms and all show the same "
+                "within-user difference, so the data say nothing about how much the effect "
+                "varies and any interval would have zero width. Collect ratings from more "
+                "users (30+ for reliable intervals).")
+
+
 def _notes(res: engine.EngineResult, clustered: bool, small_sample: bool) -> list[str]:
     notes = []
     unit = "users" if clustered else "sessions"
     for a, arm in enumerate(("control", "treatment")):
         n, g = int(res.n_lab[0, a]), int(res.g_lab[0, a])
         n_unl, g_unl = int(res.n_unl[0, a]), int(res.g_unl[0, a])
+        g_eff = float(res.g_eff[0, a])
+        if clustered and small_sample and g >= MIN_LABELS and g_eff < MIN_LABELS:
+            notes.append(
+                f"{arm} arm: {g} labeled users, but a few of them give most ratings: they count "
+                f"as {g_eff:.1f} effective users (Kish). Intervals use CR2 and t({g_eff - 1:.0f})"
+                " quantiles, but with so few effective users their coverage is only "
+                "approximate; the randomization test (inference=randomization) stays exact.")
         if min(n, g) < MIN_LABELS:
             who = f"{n} labeled sessions" + (f" from {g} users" if clustered else "")
             fix = ("t quantiles and small-sample corrections are applied but coverage is only "
@@ -329,6 +370,8 @@ def compare_arms(
     w_t: ArrayLike | None = None,
     small_sample: bool = True,
     lam_mode: str = "joint",
+    cr2: bool = True,
+    lambda_noise: bool = True,
 ) -> ArmComparison:
     """Compare treatment with control: naive and PPI++ effect with intervals.
 
@@ -357,6 +400,11 @@ def compare_arms(
             formulas (ddof 0, normal quantiles); with ``lam_mode="per_arm"`` and neither
             clusters nor weights they equal ppi_py exactly.
         lam_mode: ``"joint"`` (default) or ``"per_arm"`` lambda choice.
+        cr2: With the small-sample rules, CR2 (leverage-scaled) cluster sums instead of CR1's
+            common factor (equal for i.i.d. unweighted sessions). ``False`` gives the cumulative
+            per-look numbers of :mod:`pulse_ml.stats.sequential`.
+        lambda_noise: With the small-sample rules, add the tuned lambdas' own noise to the
+            variance (:mod:`pulse_ml.stats.lambda_noise`).
 
     Returns:
         The comparison; effects are treatment - control. ``warnings`` says when a sample is
@@ -394,15 +442,34 @@ def compare_arms(
         for cl, y, f, w, cu, fu, single in ((cl_c, yc, fc, wc, cu_c, fuc, singleton[0]),
                                             (cl_t, yt, ft, wt, cu_t, fut, singleton[1]))
     ]
-    res = engine.solve(session_moments(arms, n_codes, singleton, unl_shift=cf), weighted=weighted,
-                       small_sample=small_sample, lam_mode=lam_mode, clustered=clustered,
-                       alpha=alpha)
+    cr2 = cr2 and small_sample
+    res = engine.solve(
+        session_moments(arms, n_codes, singleton, unl_shift=cf, cr2=cr2),
+        weighted=weighted, small_sample=small_sample, lam_mode=lam_mode, clustered=clustered,
+        alpha=alpha, cr2=cr2,
+        lab_z=(labeled_cluster_lin(arms, n_codes, singleton, cr2=cr2)
+               if small_sample and lambda_noise else None),
+        kish=kish_sums(arms, n_codes) if cr2 else None)
+    _refuse_degenerate(res, clustered)
     q_n, q_a = engine.quantile(alpha, res.naive_df)[0], engine.quantile(alpha, res.aug_df)[0]
     naive = _estimate(res.naive_effect[0], res.naive_se[0], q_n, res.naive_df[0])
     augmented = _estimate(res.aug_effect[0], res.aug_se[0], q_a, res.aug_df[0])
     reduction = (100.0 * (1.0 - augmented.width / naive.width) if naive.width > 0
                  else float("nan"))
     notes = _notes(res, clustered, small_sample)
+    shift = res.pred_shift[0]
+    z_shift = np.abs(shift) / np.maximum(res.pred_shift_se[0], 1e-300)
+    flagged = bool(small_sample and np.any((z_shift >= SHIFT_NOTE_Z)
+                                           & (np.abs(shift) >= SHIFT_NOTE_SE * res.naive_se[0])))
+    if flagged:
+        noise = float(np.sqrt(res.lambda_noise_var[0]))
+        notes.append(
+            f"raters differ from non-raters in what the model sees: unlabeled minus labeled "
+            f"mean prediction is {shift[0]:+.3f} (control) and {shift[1]:+.3f} (treatment), "
+            f"up to {np.abs(shift).max() / res.naive_se[0]:.1f}x the effect's naive s.e. The "
+            f"augmented interval includes lambda's own noise from that shift (s.e. "
+            f"{noise:.3g}); if who rates depends on the features, reweight=true corrects the "
+            "estimate itself.")
     if reduction < -1e-9:
         notes.append(f"the augmented interval is {-reduction:.1f}% wider than the naive one: "
                      "with these labels, tuning lambda costs more than the predictions give; "
@@ -423,6 +490,8 @@ def compare_arms(
         n_labeled_clusters=int(res.g_lab_union[0]) if clustered else None,
         warnings=tuple(notes), small_sample=bool(small_sample), lam_mode=lam_mode,
         weighted=weighted, lambda_shrink=float(res.shrink[0]),
+        prediction_shift=(float(shift[0]), float(shift[1])), shift_flagged=flagged,
+        effective_users=(float(res.g_eff[0, 0]), float(res.g_eff[0, 1])) if clustered else None,
     )
 
 
@@ -476,6 +545,8 @@ def compare_batch(
     w_t: ArrayLike | None = None,
     small_sample: bool = True,
     lam_mode: str = "joint",
+    cr2: bool = True,
+    lambda_noise: bool = True,
 ) -> BatchComparison:
     """:func:`compare_arms` for R data sets of one design in one vectorized pass.
 
@@ -499,6 +570,8 @@ def compare_batch(
         w_t: Labeled treatment weights.
         small_sample: As in :func:`compare_arms`.
         lam_mode: As in :func:`compare_arms`.
+        cr2: As in :func:`compare_arms`.
+        lambda_noise: As in :func:`compare_arms`.
 
     Returns:
         The batch of comparisons.
@@ -517,9 +590,9 @@ def compare_batch(
     cf = np.concatenate([fc, ft], axis=1).mean(axis=1, keepdims=True)
     arms = [(cl_c, yc - cy, fc - cf, wc, cu_c, fuc - cf),
             (cl_t, yt - cy, ft - cf, wt, cu_t, fut - cf)]
-    res = engine.solve(session_moments(arms, n_codes), weighted=weighted,
-                       small_sample=small_sample, lam_mode=lam_mode,
-                       clustered=any(k is not None for k in keys), alpha=alpha)
+    res = _solve_in_chunks(arms, n_codes, cr2 and small_sample, lambda_noise and small_sample,
+                           weighted=weighted, small_sample=small_sample, lam_mode=lam_mode,
+                           clustered=any(k is not None for k in keys), alpha=alpha)
     q_n, q_a = engine.quantile(alpha, res.naive_df), engine.quantile(alpha, res.aug_df)
     w_n, w_a = 2 * q_n * res.naive_se, 2 * q_a * res.aug_se
     return BatchComparison(
@@ -532,3 +605,26 @@ def compare_batch(
                                                   where=w_n > 0)),
         lam=res.lam, result=res,
     )
+
+
+def _solve_in_chunks(arms: list[tuple], n_codes: int, cr2: bool, noise: bool,
+                     **opts) -> engine.EngineResult:
+    """:func:`engine.solve` over chunks of replications, concatenated.
+
+    The per-cluster sums of the lambda-noise term take R x G_L x 16 values.
+    """
+    r = arms[0][1].shape[0]
+    g_lab = np.unique(np.concatenate([arms[0][0], arms[1][0]])).size
+    step = max(1, 2_000_000 // max(16 * g_lab, 1))
+    parts = []
+    for start in range(0, r, step):
+        sub = [(cl, y[start:start + step], f[start:start + step], w[start:start + step], cu,
+                fu[start:start + step]) for cl, y, f, w, cu, fu in arms]
+        parts.append(engine.solve(
+            session_moments(sub, n_codes, cr2=cr2), cr2=cr2,
+            lab_z=labeled_cluster_lin(sub, n_codes, cr2=cr2) if noise else None,
+            kish=kish_sums(sub, n_codes) if cr2 else None, **opts))
+    if len(parts) == 1:
+        return parts[0]
+    return engine.EngineResult(*(np.concatenate([getattr(p, f.name) for p in parts])
+                                 for f in fields(engine.EngineResult)))

@@ -201,9 +201,21 @@ def _singleton_moments(fu: Array, shift: float = 0.0) -> tuple[Array, Array]:
     return sums, gram
 
 
+def _leverage_scale(sums: Array, col: int) -> Array:
+    """CR2 factors ``1 / sqrt(1 - h_g)`` of a sample's clusters, shape (R, G).
+
+    ``h_g`` is the cluster's share of the sample's column ``col`` (labeled: weights, the hat
+    value of a weighted mean; unlabeled: sessions). A cluster holding the whole sample gets 0,
+    like the CR1 factor of a single cluster (the variance floor then takes over).
+    """
+    part = sums[..., col]
+    h = part / np.maximum(part.sum(axis=-1, keepdims=True), 1e-300)
+    return np.where(h < 1.0 - 1e-9, 1.0 / np.sqrt(np.maximum(1.0 - h, 1e-300)), 0.0)
+
+
 def _one_chunk(arms: list[tuple], n_codes: int,
                singleton_unl: tuple[bool, bool] = (False, False),
-               unl_shift: float = 0.0) -> Moments:
+               unl_shift: float = 0.0, cr2: bool = False) -> Moments:
     r = arms[0][1].shape[0]
     if any(singleton_unl):  # the other samples' codes, renumbered 0..k-1 (same clusters)
         used = [arm[0] for arm in arms] + [arm[4] for a, arm in enumerate(arms)
@@ -232,17 +244,28 @@ def _one_chunk(arms: list[tuple], n_codes: int,
     gram = np.zeros((r, 2 * len(LIN), 2 * len(LIN)))
     for a, (_, block) in single.items():  # singleton clusters meet no other sample
         cols = np.arange(a * len(LIN) + _N_LIN_LAB, (a + 1) * len(LIN))
-        gram[:, cols[:, None], cols[None, :]] += block
+        n_u = arms[a][5].shape[1]
+        factor = (n_u / (n_u - 1.0) if n_u > 1 else 0.0) if cr2 else 1.0
+        gram[:, cols[:, None], cols[None, :]] += factor * block
+    lin = []  # per sample: per-cluster linear sums, CR2-scaled when asked
+    for p, sample_p in enumerate(samples):
+        if sample_p is None:
+            lin.append(None)
+            continue
+        z_p = sample_p[2][..., : sample_p[3].size]
+        if cr2:
+            z_p = z_p * _leverage_scale(sample_p[2], 1 if p % 2 == 0 else 0)[..., None]
+        lin.append(z_p)
     for p, sample_p in enumerate(samples):
         if sample_p is None:
             continue
-        pr_p, rk_p, s_p, cols_p = sample_p
-        z_p = s_p[..., : cols_p.size]
+        pr_p, rk_p, _, cols_p = sample_p
+        z_p = lin[p]
         for q in range(p, len(samples)):
             if samples[q] is None:
                 continue
-            pr_q, rk_q, s_q, cols_q = samples[q]
-            z_q = s_q[..., : cols_q.size]
+            pr_q, rk_q, _, cols_q = samples[q]
+            z_q = lin[q]
             if q != p:
                 both = np.flatnonzero(pr_p & pr_q)
                 if both.size == 0:
@@ -300,7 +323,7 @@ def _one_chunk(arms: list[tuple], n_codes: int,
 
 def session_moments(arms: list[tuple], n_codes: int,
                     singleton_unl: tuple[bool, bool] = (False, False),
-                    unl_shift: float = 0.0) -> Moments:
+                    unl_shift: float = 0.0, cr2: bool = False) -> Moments:
     """Moments of a batch of data sets sharing one design, from session-level arrays.
 
     Args:
@@ -313,6 +336,12 @@ def session_moments(arms: list[tuple], n_codes: int,
             the general path up to floating-point summation order). ``codes_u`` is not read.
         unl_shift: Subtracted from the predictions of singleton unlabeled samples (block by
             block, so callers need not make a centered copy of them).
+        cr2: Scale each cluster's linear sums in the Gram matrix by its CR2 factor
+            ``1 / sqrt(1 - h_g)`` within each sample (:func:`_leverage_scale`; Bell & McCaffrey
+            2002): a cluster holding a large share of a sample's labels has a residual sum
+            shrunk toward 0 by its own pull on the mean, which CR1's common factor does not
+            undo. The Gram matrix is then no longer additive over clusters (audits keep
+            ``cr2=False``); equal clusters get CR1's ``G / (G - 1)``.
 
     Returns:
         Moments with leading axis R (computed in chunks of replications to bound memory).
@@ -321,11 +350,74 @@ def session_moments(arms: list[tuple], n_codes: int,
     per_rep = sum(arm[1].shape[1] * _N_LAB + arm[5].shape[1] * 3 for arm in arms)
     step = max(1, _CHUNK // max(per_rep, 1))
     if r <= step:
-        return _one_chunk(arms, n_codes, singleton_unl, unl_shift)
+        return _one_chunk(arms, n_codes, singleton_unl, unl_shift, cr2)
     parts = []
     for start in range(0, r, step):
         sl = slice(start, start + step)
         parts.append(_one_chunk(
             [(cl, y[sl], f[sl], w[sl], cu, fu[sl]) for cl, y, f, w, cu, fu in arms], n_codes,
-            singleton_unl, unl_shift))
+            singleton_unl, unl_shift, cr2))
     return Moments.concat(parts)
+
+
+def labeled_cluster_lin(arms: list[tuple], n_codes: int,
+                        singleton_unl: tuple[bool, bool] = (False, False),
+                        cr2: bool = False) -> Array:
+    """Per-cluster :data:`LIN` sums of both arms for every cluster with a labeled session.
+
+    The lambda-noise term of :func:`pulse_ml.stats.effect_engine.solve` needs the influence of
+    each such cluster on the fitted lambdas, a product of two of its linear sums, which the Gram
+    matrix cannot give. Unlabeled sessions of those clusters are included; clusters without a
+    label (and singleton unlabeled samples) move lambda only through the unlabeled mean's
+    variance, an O(n / N) effect that is left out.
+
+    Args:
+        arms: As in :func:`session_moments` (the same centered values).
+        n_codes: Number of cluster codes shared by the arms.
+        singleton_unl: As in :func:`session_moments` (those unlabeled samples are skipped).
+        cr2: Scale each sample's sums by the CR2 factors, as :func:`session_moments` does.
+
+    Returns:
+        Sums of shape (R, G_L, 2 * len(LIN)), clusters in code order.
+    """
+    present = np.zeros(n_codes, dtype=bool)
+    for arm in arms:
+        present[arm[0]] = True
+    rank = np.cumsum(present) - 1
+    k = int(present.sum())
+    r = arms[0][1].shape[0]
+    out = np.zeros((r, k, 2 * len(LIN)))
+    for a, (cl, y, f, w, cu, fu) in enumerate(arms):
+        o = a * len(LIN)
+        block = out[:, :, o : o + _N_LIN_LAB]
+        for j, col in enumerate(_lab_columns(y, f, w)[:_N_LIN_LAB]):
+            block[..., j] = _bincount(rank[cl], np.broadcast_to(col, y.shape), k)
+        if cr2:
+            block *= _leverage_scale(block, 1)[..., None]
+        if singleton_unl[a] or cu.size == 0:
+            continue
+        keep = present[cu]
+        if not keep.any():
+            continue
+        codes, vals = rank[cu[keep]], fu[:, keep]
+        block = out[:, :, o + _N_LIN_LAB : o + _N_LIN_LAB + 2]
+        block[..., 0] = _bincount(codes, np.ones_like(vals), k)
+        block[..., 1] = _bincount(codes, vals, k)
+        if cr2:
+            h = block[..., 0] / cu.size
+            block *= np.where(h < 1.0 - 1e-9, 1.0 / np.sqrt(np.maximum(1.0 - h, 1e-300)),
+                              0.0)[..., None]
+    return out
+
+
+def kish_sums(arms: list[tuple], n_codes: int) -> Array:
+    """Unscaled ``sum_g sww_g^2`` per arm and ``sum_g sww_c,g sww_t,g``, shape (R, 3).
+
+    The effective numbers of labeled clusters (the dfs) of
+    :func:`pulse_ml.stats.effect_engine.solve` come from these; with ``cr2=True`` the Gram
+    matrix no longer holds them.
+    """
+    sww = [_bincount(cl, np.broadcast_to(w * w, y.shape), n_codes)
+           for cl, y, _, w, _, _ in arms]
+    return np.stack([np.einsum("rg,rg->r", sww[0], sww[0]), np.einsum("rg,rg->r", sww[1], sww[1]),
+                     np.einsum("rg,rg->r", sww[0], sww[1])], axis=-1)

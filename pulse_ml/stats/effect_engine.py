@@ -39,6 +39,7 @@ from scipy.stats import t as student_t
 
 from pulse_ml.stats import cluster_moments as cm
 from pulse_ml.stats.cluster_moments import Moments
+from pulse_ml.stats.lambda_noise import NoiseSums, lambda_noise_sums
 
 __all__ = ["MIN_TUNE_CLUSTERS", "EngineResult", "p_value", "quantile", "solve"]
 
@@ -75,8 +76,12 @@ class EngineResult:
     g_any: Array
     rating_var: Array
     tuned: Array  # h * shrink of the tuned arms (0 where lambda = 0), see solve
+    g_eff: Array  # effective numbers of labeled clusters per arm (Kish), see _effective_clusters
+    pred_shift: Array  # per arm: unlabeled (weighted: all-session) minus labeled prediction mean
+    pred_shift_se: Array  # per arm: its standard error (cluster-robust)
     pooled_floor: Array
     shrink: Array  # share of the variance-minimizing lambdas used (1 unless joint + small)
+    lambda_noise_var: Array  # variance added for the tuned lambdas' own noise (0 without z)
 
 
 def _quad(u: Array, gram: Array, v: Array) -> Array:
@@ -129,7 +134,7 @@ def _box_ls(s: dict[str, Array], ub_t: Array, ub_c: Array) -> tuple[Array, Array
 
 
 def _arm_vectors(
-    mom: Moments, a: int, weighted: bool, small_sample: bool, clustered: bool
+    mom: Moments, a: int, weighted: bool, small_sample: bool, clustered: bool, cr2: bool = False
 ) -> dict[str, Array]:
     """Influence coefficient vectors (over both arms' linear sums) and scalars of arm ``a``."""
     tot = mom.tot[:, a, :]
@@ -141,7 +146,9 @@ def _arm_vectors(
     fu_bar = _ratio(tot[:, _I["su"]], n_unl)
     f_all = _ratio(tot[:, _I["sf"]] + tot[:, _I["su"]], big_m)
     g_lab, g_unl, g_all = mom.g_lab[:, a], mom.g_unl[:, a], mom.g_all[:, a]
-    if small_sample:
+    if cr2:  # the CR2 factors are in the Gram matrix already
+        k_lab = k_unl = k_all = np.ones(r)
+    elif small_sample:
         k_lab, k_unl, k_all = _cr(g_lab, 1.0), _cr(g_unl, 1.0), _cr(g_all, 1.0)
     elif clustered:
         k_lab = k_unl = k_all = _cr(g_lab, 1.0)
@@ -207,7 +214,7 @@ def _pooled_floor(mom: Moments, a: int, empirical: Array, clustered: bool) -> Ar
     return np.maximum(v_pool - empirical, 0.0)
 
 
-def _effective_clusters(mom: Moments) -> tuple[Array, Array]:
+def _effective_clusters(mom: Moments, kish: Array | None = None) -> tuple[Array, Array]:
     """Effective numbers of labeled clusters per arm, shape (R, 2), and of the effect, (R,).
 
     Bell-McCaffrey df of a weighted sum under an independence working model: with variance shares
@@ -221,10 +228,11 @@ def _effective_clusters(mom: Moments) -> tuple[Array, Array]:
     sww_c, sww_t = mom.tot[:, 0, _I["sww"]], mom.tot[:, 1, _I["sww"]]
     w2_c, w2_t = mom.tot[:, 0, _I["sw"]] ** 2, mom.tot[:, 1, _I["sw"]] ** 2
     g = mom.gram
-    per_arm = np.stack([_ratio(sww_c**2, g[:, oc, oc]), _ratio(sww_t**2, g[:, ot, ot])], axis=1)
+    cc, tt, ct = ((g[:, oc, oc], g[:, ot, ot], g[:, oc, ot]) if kish is None
+                  else (kish[:, 0], kish[:, 1], kish[:, 2]))
+    per_arm = np.stack([_ratio(sww_c**2, cc), _ratio(sww_t**2, tt)], axis=1)
     sum_v = _ratio(sww_c, w2_c) + _ratio(sww_t, w2_t)
-    sum_v2 = (_ratio(g[:, oc, oc], w2_c**2) + _ratio(g[:, ot, ot], w2_t**2)
-              + 2 * _ratio(g[:, oc, ot], w2_c * w2_t))
+    sum_v2 = _ratio(cc, w2_c**2) + _ratio(tt, w2_t**2) + 2 * _ratio(ct, w2_c * w2_t)
     return per_arm, _ratio(sum_v**2, sum_v2)
 
 
@@ -254,6 +262,9 @@ def solve(
     lam_mode: str = "joint",
     clustered: bool = True,
     alpha: float = 0.05,
+    lab_z: Array | None = None,
+    cr2: bool = False,
+    kish: Array | None = None,
 ) -> EngineResult:
     """Estimates, standard errors, dfs and lambdas of a batch of comparisons.
 
@@ -268,6 +279,14 @@ def solve(
         clustered: Cluster codes are users (else each session is its own cluster; only changes
             the legacy factors and the pooled intra-user correlation, which is 0 then).
         alpha: Error level whose t quantile enters the width that chooses the lambda share.
+        lab_z: Per-cluster linear sums of the clusters with a label
+            (:func:`pulse_ml.stats.cluster_moments.labeled_cluster_lin`), shape (R, G_L, 16):
+            with the small-sample rules, the tuned lambdas' own noise is added to the variance
+            (:mod:`pulse_ml.stats.lambda_noise`). ``None`` leaves it out (audits, legacy).
+        cr2: The Gram matrix carries CR2 factors (``session_moments(..., cr2=True)``), so the
+            CR1 factors are not applied again.
+        kish: Unscaled ``sum_g sww_g^2`` terms (:func:`pulse_ml.stats.cluster_moments.kish_sums`)
+            for the effective cluster counts when the Gram matrix is CR2-scaled.
 
     Returns:
         The batch of results. Rows where an arm cannot be estimated (fewer than 2 labeled
@@ -310,7 +329,7 @@ def solve(
     if lam_mode not in ("joint", "per_arm"):
         raise ValueError(f"lam_mode must be 'joint' or 'per_arm', got {lam_mode!r}")
     gram = mom.gram
-    arms = [_arm_vectors(mom, a, weighted, small_sample, clustered) for a in (0, 1)]
+    arms = [_arm_vectors(mom, a, weighted, small_sample, clustered, cr2) for a in (0, 1)]
     c, t = arms
     r = c["alpha"].shape[0]
     ub = []
@@ -323,73 +342,135 @@ def solve(
     s_dd = np.stack([_quad(arm["delta"], gram, arm["delta"]) for arm in arms], 1)
     floors = np.stack([arm["floor"] for arm in arms], 1)
     h_full = _ratio(s_dd, s_dd + floors)
-    if small_sample:
-        g_lab = np.stack([c["g_lab"], t["g_lab"]], axis=1)
-        g_eff, g_eff_effect = _effective_clusters(mom)
-        cap = np.minimum(mom.g_lab_union, g_eff_effect) - 2.0
+    g_lab = np.stack([c["g_lab"], t["g_lab"]], axis=1)
+    g_eff, g_eff_effect = _effective_clusters(mom, kish)
+    cap = np.minimum(mom.g_lab_union, g_eff_effect) - 2.0
 
     vecs = np.stack([c["alpha"], c["delta"], t["alpha"], t["delta"]], axis=1)
     basis = np.einsum("rak,rkl,rbl->rab", vecs, gram, vecs)  # 4 x 4 Gram of the influence parts
+    cc = _quad(c["delta"], gram, c["delta"]) + c["floor"]
+    tt = _quad(t["delta"], gram, t["delta"]) + t["floor"]
+    tc = -_quad(t["delta"], gram, c["delta"])
 
-    def evaluate(lam: Array, frac: Array | float = 1.0) -> dict[str, Array]:
-        """Printed variances and df at ``lam = frac * (tuned lambda)``.
+    def evaluate(lam: Array, frac: Array, noise_var: Array, rows: NDArray[np.intp]
+                 ) -> dict[str, Array]:
+        """Printed variances and df of M candidate lambdas (``rows``: their data sets).
 
         A lambda shrunk to ``frac`` of the tuned one carries ``frac`` of its in-sample optimism
-        (first order), so the inflation and the df loss use ``h * frac``.
+        (first order), so the inflation and the df loss use ``h * frac``; ``noise_var`` is the
+        lambda-noise variance at that share.
         """
-        lost = np.where(lam > 0, h_full * frac, 0.0)
-        infl = (_ratio(g_lab - 1.0, g_lab - 1.0 - 2.0 * lost) if small_sample
-                else np.ones((r, 2)))
-        infl = np.where(lam > 0, infl, 1.0)
+        m = rows.size
+        lost = np.where(lam > 0, h_full[rows] * frac[:, None], 0.0)
+        infl = np.ones((m, 2))
+        if small_sample:
+            gl = g_lab[rows]
+            infl = np.where(lam > 0, _ratio(gl - 1.0, gl - 1.0 - 2.0 * lost), 1.0)
         # psi_a = alpha_a + lam_a delta_a in the basis (alpha_c, delta_c, alpha_t, delta_t)
-        ones = np.ones(r)
-        psi0 = [np.stack([ones, lam[:, 0], 0 * ones, 0 * ones], 1),
-                np.stack([0 * ones, 0 * ones, ones, lam[:, 1]], 1)]
+        zeros, ones = np.zeros(m), np.ones(m)
+        psi0 = [np.stack([ones, lam[:, 0], zeros, zeros], 1),
+                np.stack([zeros, zeros, ones, lam[:, 1]], 1)]
         psi = [np.sqrt(infl[:, a])[:, None] * psi0[a] for a in (0, 1)]
-        floor_part = np.stack([lam[:, a] ** 2 * arm["floor"] for a, arm in enumerate(arms)], 1)
-        v_arm = np.stack([_quad(psi[a], basis, psi[a]) for a in (0, 1)], 1) + infl * floor_part
+        bas = basis[rows]
+        floor_part = lam**2 * floors[rows]
+        v_arm = np.stack([_quad(psi[a], bas, psi[a]) for a in (0, 1)], 1) + infl * floor_part
         d_aug, d0 = psi[1] - psi[0], psi0[1] - psi0[0]
-        out = {"lam": lam, "lost": lost, "v_arm": v_arm, "shrink": np.broadcast_to(frac, r),
-               "v": _quad(d_aug, basis, d_aug) + (infl * floor_part).sum(axis=1),
-               "v_in": _quad(d0, basis, d0) + floor_part.sum(axis=1)}
-        out["df"] = (_welch_df(v_arm, g_eff - 1.0 - lost, cap - lost.sum(axis=1))
-                     if small_sample else np.full(r, np.inf))
+        noise_var = noise_var * infl.mean(axis=1)
+        out = {"lam": lam, "lost": lost, "v_arm": v_arm, "shrink": frac,
+               "v": _quad(d_aug, bas, d_aug) + (infl * floor_part).sum(axis=1) + noise_var,
+               "v_in": _quad(d0, bas, d0) + floor_part.sum(axis=1), "noise_var": noise_var}
+        out["df"] = (_welch_df(v_arm, g_eff[rows] - 1.0 - lost, cap[rows] - lost.sum(axis=1))
+                     if small_sample else np.full(m, np.inf))
         return out
 
     def box() -> Array:
         """Joint lambdas minimizing the in-sample variance of the effect."""
         r_vec = t["alpha"] - c["alpha"]
-        s = {
-            "rt": _quad(t["delta"], gram, r_vec), "rc": -_quad(c["delta"], gram, r_vec),
-            "tt": _quad(t["delta"], gram, t["delta"]) + t["floor"],
-            "cc": _quad(c["delta"], gram, c["delta"]) + c["floor"],
-            "tc": -_quad(t["delta"], gram, c["delta"]),
-        }
+        s = {"rt": _quad(t["delta"], gram, r_vec), "rc": -_quad(c["delta"], gram, r_vec),
+             "tt": tt, "cc": cc, "tc": tc}
         lam_t, lam_c = _box_ls(s, ub[1], ub[0])
         return np.stack([lam_c, lam_t], axis=1)
 
+    def noise_sums(lam: Array, mode: str) -> NoiseSums | None:
+        """Lambda-noise sums at the fitted lambdas (control first), or None without ``lab_z``.
+
+        ``mode``: "joint" (two lambdas, one least squares on the effect), "per_arm" (each arm
+        its own) or "common" (one lambda for both arms).
+        """
+        if lab_z is None or not small_sample:
+            return None
+        al_c, de_c, al_t, de_t = c["alpha"], c["delta"], t["alpha"], t["delta"]
+        grad = np.stack([-c["shift"], t["shift"]], axis=1)
+        ubs = np.stack(ub, axis=1)
+        if mode == "common":
+            d = de_t - de_c
+            effect = np.stack([al_t - al_c, d], axis=1)
+            resid = (al_t - al_c + lam[:, :1] * d)[:, None]
+            a_mat = (tt + cc + 2 * tc)[:, None, None]
+            free = (lam[:, :1] > 1e-9) & (lam[:, :1] < ubs.min(axis=1, keepdims=True) - 1e-9)
+            return lambda_noise_sums(lab_z, effect, d[:, None], resid, lam[:, :1], a_mat, free,
+                                     grad.sum(axis=1, keepdims=True))
+        effect = np.stack([al_t - al_c, -de_c, de_t], axis=1)
+        if mode == "joint":
+            dirs = effect[:, 1:]
+            resid = al_t - al_c - lam[:, :1] * de_c + lam[:, 1:] * de_t
+            resid = np.stack([resid, resid], axis=1)
+            a_mat = np.stack([np.stack([cc, tc], -1), np.stack([tc, tt], -1)], -2)
+        else:
+            dirs = np.stack([de_c, de_t], axis=1)
+            resid = np.stack([al_c + lam[:, :1] * de_c, al_t + lam[:, 1:] * de_t], axis=1)
+            a_mat = np.stack([np.stack([cc, 0 * cc], -1), np.stack([0 * tt, tt], -1)], -2)
+        free = (lam > 1e-9) & (lam < ubs - 1e-9)
+        return lambda_noise_sums(lab_z, effect, dirs, resid, lam, a_mat, free, grad)
+
+    def common() -> Array:
+        """One lambda for both arms minimizing the in-sample variance of the effect."""
+        r_vec = t["alpha"] - c["alpha"]
+        b = _quad(t["delta"], gram, r_vec) - _quad(c["delta"], gram, r_vec)
+        lam = _clip_min(b, tt + cc + 2 * tc, np.minimum(ub[0], ub[1]))
+        return np.stack([lam, lam], axis=1)
+
+    def noise_at(noise: NoiseSums | None, frac: float) -> Array:
+        return np.zeros(r) if noise is None else np.maximum(noise.extra(frac), 0.0)
+
+    every = np.arange(r)
     if lam_mode == "joint" and small_sample:
-        # The printed width t_df * se includes the tuning inflation and the df loss, both
-        # growing with lambda, so the tuned lambdas are shrunk by the factor in SHRINK_GRID that
-        # minimizes that width: a weak predictor gets lambda ~ 0 and costs ~ 0 (positive-part
-        # James-Stein-like: the factor is about 1 - 1 / (G r^2)); frac = 0 is the naive interval.
-        full_lam = box()
-        q = 1.0 - alpha / 2.0
-        cands = [evaluate(frac * full_lam, frac) for frac in SHRINK_GRID]
-        width = np.stack([student_t.ppf(q, e["df"]) * np.sqrt(np.maximum(e["v"], 0.0))
-                          for e in cands])
-        best = np.argmin(width, axis=0)  # first minimum: ties keep the smaller lambda
-        pick = {k: np.stack([e[k] for e in cands])[best, np.arange(r)] for k in cands[0]}
-    elif lam_mode == "joint":
-        pick = evaluate(box())
-    elif not (small_sample or clustered or weighted):  # ppi_py's pooled-variance lambda
-        pick = evaluate(np.stack([_ppi_py_lambda(mom, a) * ub[a] for a in (0, 1)], axis=1))
+        # The printed width t_df * se includes the tuning inflation, the df loss and lambda's
+        # own noise, all growing with lambda, so the tuned lambdas are shrunk by the factor in
+        # SHRINK_GRID that minimizes that width: a weak predictor gets lambda ~ 0 and costs ~ 0
+        # (positive-part James-Stein-like: the factor is about 1 - 1 / (G r^2)); frac = 0 is
+        # the naive interval. Two families of candidates, the joint lambdas and one common
+        # lambda: raters who differ from non-raters shift the labeled predictions against the
+        # unlabeled ones in both arms alike, and a common lambda cancels that shift in the
+        # effect, so its own noise stays second order where the joint pair pays it in full.
+        lams, fracs, noise_vars = [], [], []
+        for lam_star, mode in ((box(), "joint"), (common(), "common")):
+            noise = noise_sums(lam_star, mode)
+            for frac in SHRINK_GRID:
+                lams.append(frac * lam_star)
+                fracs.append(np.full(r, frac))
+                noise_vars.append(noise_at(noise, frac))
+        n_cand = len(lams)
+        cand = evaluate(np.concatenate(lams), np.concatenate(fracs), np.concatenate(noise_vars),
+                        np.tile(every, n_cand))
+        width = (student_t.ppf(1.0 - alpha / 2.0, cand["df"])
+                 * np.sqrt(np.maximum(cand["v"], 0.0))).reshape(n_cand, r)
+        idx = np.argmin(width, axis=0) * r + every  # first minimum: ties keep the smaller lambda
+        pick = {k: v[idx] for k, v in cand.items()}
     else:
-        pick = evaluate(np.stack([
-            _clip_min(_quad(arm["delta"], gram, arm["alpha"]),
-                      _quad(arm["delta"], gram, arm["delta"]) + arm["floor"], ub[a])
-            for a, arm in enumerate(arms)
-        ], axis=1))
+        if lam_mode == "joint":
+            lam, mode = box(), "joint"
+        elif not (small_sample or clustered or weighted):  # ppi_py's pooled-variance lambda
+            lam = np.stack([_ppi_py_lambda(mom, a) * ub[a] for a in (0, 1)], axis=1)
+            mode = "per_arm"
+        else:
+            lam = np.stack([
+                _clip_min(_quad(arm["delta"], gram, arm["alpha"]),
+                          _quad(arm["delta"], gram, arm["delta"]) + arm["floor"], ub[a])
+                for a, arm in enumerate(arms)
+            ], axis=1)
+            mode = "per_arm"
+        pick = evaluate(lam, np.ones(r), noise_at(noise_sums(lam, mode), 1.0), every)
     lam, lost, v_aug_arm, v_aug, v_in = (pick[k] for k in ("lam", "lost", "v_arm", "v", "v_in"))
     v_naive_arm = np.stack([_quad(arm["alpha"], gram, arm["alpha"]) for arm in arms], 1)
     dn = t["alpha"] - c["alpha"]
@@ -422,6 +503,10 @@ def solve(
         tuned=lost,
         pooled_floor=np.stack([c["floor"], t["floor"]], 1),
         shrink=np.asarray(pick["shrink"], dtype=float),
+        lambda_noise_var=pick["noise_var"],
+        g_eff=g_eff,
+        pred_shift=np.stack([c["shift"], t["shift"]], 1),
+        pred_shift_se=np.sqrt(np.maximum(s_dd, 0.0)),
     )
 
 

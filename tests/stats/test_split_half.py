@@ -66,7 +66,7 @@ def test_stats_split_half_vectorized_equals_one_call_per_split():
     def augmented(ch, th):
         res = compare_arms(ch.y, ch.f, ch.f_unl, th.y, th.f, th.f_unl, clusters_c=ch.users,
                            clusters_t=th.users, clusters_unl_c=ch.users_unl,
-                           clusters_unl_t=th.users_unl)
+                           clusters_unl_t=th.users_unl, cr2=False, lambda_noise=False)
         return res.augmented.effect, res.augmented.se, res.augmented.df
 
     fast = split_half_audit(c, t, replications=40, seed=5)
