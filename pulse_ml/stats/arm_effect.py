@@ -46,16 +46,27 @@ References:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from pulse_ml.errors import PulseError
+from pulse_ml.stats import arm_notes
 from pulse_ml.stats import effect_engine as engine
-from pulse_ml.stats.cluster_moments import kish_sums, labeled_cluster_lin, session_moments
-from pulse_ml.stats.ppi import as_vector, normalize_weights, ppi_mean, z_two_sided
+from pulse_ml.stats.arm_batch import BatchComparison, compare_batch
+from pulse_ml.stats.arm_inputs import arm_arrays, cluster_codes, weights_or_ones
+from pulse_ml.stats.arm_notes import (
+    MIN_LABELS,
+    MIN_UNLABELED,
+    MIN_UNLABELED_USERS,
+    SHIFT_NOTE_SE,
+    SHIFT_NOTE_Z,
+    refuse_arm,
+    refuse_degenerate,
+)
+from pulse_ml.stats.cluster_lin import kish_sums, labeled_cluster_lin
+from pulse_ml.stats.cluster_moments import session_moments
+from pulse_ml.stats.ppi import ppi_mean, z_two_sided
 
 __all__ = [
     "MIN_LABELS",
@@ -70,9 +81,6 @@ __all__ = [
     "theoretical_width_ratio",
 ]
 
-MIN_LABELS = 30  # below this many labeled sessions (or users) per arm: a small-sample warning
-MIN_UNLABELED = 10  # below this many unlabeled sessions per arm: a warning
-MIN_UNLABELED_USERS = 5  # clustered: below this many unlabeled users per arm: a warning
 LAM_MODES = ("joint", "per_arm")
 
 
@@ -198,64 +206,6 @@ def _estimate(effect: float, se: float, q: float, df: float = float("inf")) -> E
                     p, float(df))
 
 
-def _arm_arrays(
-    y: ArrayLike, f: ArrayLike, f_unl: ArrayLike, arm: str
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-    yv = as_vector(y, f"y_{arm}", min_size=2)
-    fv = as_vector(f, f"f_{arm}", min_size=2)
-    fu = as_vector(f_unl, f"f_unl_{arm}", min_size=1)
-    if yv.size != fv.size:
-        raise ValueError(f"y_{arm} has {yv.size} values but f_{arm} has {fv.size}")
-    return yv, fv, fu
-
-
-def cluster_codes(
-    keys: list[ArrayLike | None], sizes: list[int], names: list[str]
-) -> tuple[list[NDArray[np.intp]], int]:
-    """Integer cluster codes for several samples sharing one id space; ``None`` = singletons.
-
-    Args:
-        keys: Cluster ids per sample (any hashable dtype) or ``None``.
-        sizes: Length of each sample.
-        names: Argument names for error messages.
-
-    Returns:
-        ``(codes per sample, number of codes)``.
-
-    Raises:
-        ValueError: If a key array has the wrong shape.
-        PulseError: If an id is missing.
-    """
-    given = [(i, np.asarray(k)) for i, k in enumerate(keys) if k is not None]
-    for i, k in given:
-        if k.ndim != 1 or k.size != sizes[i]:
-            raise ValueError(f"{names[i]} has shape {k.shape} but its sample has {sizes[i]} rows")
-        if pd.isna(k).any():
-            raise PulseError(f"{names[i]}: cluster ids (user_id) must not be missing")
-    codes: list[NDArray[np.intp] | None] = [None] * len(keys)
-    n_codes = 0
-    if given:
-        arrays = [k for _, k in given]
-        if len({a.dtype.kind for a in arrays}) > 1:  # e.g. ints mixed with strings
-            arrays = [a.astype(object) for a in arrays]
-        joint, uniques = pd.factorize(np.concatenate(arrays))
-        n_codes = len(uniques)
-        start = 0
-        for i, k in given:
-            codes[i] = joint[start : start + k.size]
-            start += k.size
-    for i, c in enumerate(codes):
-        if c is None:
-            codes[i] = np.arange(n_codes, n_codes + sizes[i])
-            n_codes += sizes[i]
-    return [c for c in codes if c is not None], n_codes
-
-
-def _weights(w: ArrayLike | None, size: int, name: str) -> NDArray[np.float64]:
-    out = normalize_weights(w, size, name)
-    return np.ones(size) if out is None else out
-
-
 def _legacy_iid(yc, fc, fuc, yt, ft, fut, alpha: float) -> ArmComparison:
     """Two ppi_py ``ppi_mean_ci(lam=None)`` / ``classical_mean_ci`` calls combined (ddof 0, z)."""
     z = z_two_sided(alpha)
@@ -276,81 +226,6 @@ def _legacy_iid(yc, fc, fuc, yt, ft, fut, alpha: float) -> ArmComparison:
         n_unlabeled_treatment=int(fut.size), n_clusters=None, alpha=float(alpha),
         small_sample=False, lam_mode="per_arm",
     )
-
-
-def _refuse(y: NDArray[np.float64], codes: NDArray[np.intp], keys: ArrayLike | None,
-            arm: str) -> None:
-    if np.ptp(y) == 0:
-        raise PulseError(
-            f"{arm} arm: all {y.size} labeled ratings equal {y[0]:g}, so their variance is 0 "
-            "and no interval can be computed (it would have zero width). Collect more ratings "
-            "in this arm or leave the case study out.")
-    if keys is not None and np.unique(codes).size < 2:
-        user = np.asarray(keys)[0]
-        raise PulseError(
-            f"{arm} arm: all {y.size} labeled sessions come from one user ({user!r}), so a "
-            "cluster-robust interval is impossible: its variance comes from the labeled users, "
-            "and unlabeled sessions of other users cannot replace them. Collect ratings from at "
-            "least 2 users (30+ for reliable intervals) or use clusters=none and read the result "
-            "as about that user.")
-
-
-SHIFT_NOTE_SE = 0.5  # prediction shift (unlabeled - labeled) of this many naive s.e. ...
-SHIFT_NOTE_Z = 3.0  # ... and this many of its own s.e. (not noise): a note
-DEGENERATE = 1e-6  # effect s.e. below this share of the arms' s.e.: no variance information
-
-
-def _refuse_degenerate(res: engine.EngineResult, clustered: bool) -> None:
-    """Refuse an effect whose variance vanishes although each arm's mean varies.
-
-    Users who rated both arms contribute their within-user difference; when every such
-    difference is the same (e.g. two users, each one star happier in treatment) the
-    cluster-robust variance is 0 and an interval would claim certainty from no information.
-    """
-    arms_se = float(np.hypot(*res.se_naive_arm[0]))
-    for name, se in (("naive", res.naive_se[0]), ("augmented", res.aug_se[0])):
-        if arms_se > 0 and se <= DEGENERATE * arms_se:
-            who = (f"its {int(res.g_lab_union[0])} labeled users" if clustered
-                   else "its labeled sessions")
-            raise PulseError(
-                f"the {name} effect's standard error is {se:.1e}, although each arm's mean "
-                f"varies (s.e. {arms_se:.2g}): {who} rated both arms and all show the same "
-                "within-user difference, so the data say nothing about how much the effect "
-                "varies and any interval would have zero width. Collect ratings from more "
-                "users (30+ for reliable intervals).")
-
-
-def _notes(res: engine.EngineResult, clustered: bool, small_sample: bool) -> list[str]:
-    notes = []
-    unit = "users" if clustered else "sessions"
-    for a, arm in enumerate(("control", "treatment")):
-        n, g = int(res.n_lab[0, a]), int(res.g_lab[0, a])
-        n_unl, g_unl = int(res.n_unl[0, a]), int(res.g_unl[0, a])
-        g_eff = float(res.g_eff[0, a])
-        if clustered and small_sample and g >= MIN_LABELS and g_eff < MIN_LABELS:
-            notes.append(
-                f"{arm} arm: {g} labeled users, but a few of them give most ratings: they count "
-                f"as {g_eff:.1f} effective users (Kish). Intervals use CR2 and t({g_eff - 1:.0f})"
-                " quantiles, but with so few effective users their coverage is only "
-                "approximate; the randomization test (inference=randomization) stays exact.")
-        if min(n, g) < MIN_LABELS:
-            who = f"{n} labeled sessions" + (f" from {g} users" if clustered else "")
-            fix = ("t quantiles and small-sample corrections are applied but coverage is only "
-                   "approximate" if small_sample else
-                   "normal quantiles with ddof 0 under-cover at this size; use small_sample=True")
-            notes.append(f"{arm} arm: only {who} (< {MIN_LABELS}): {fix}.")
-        if small_sample and g < engine.MIN_TUNE_CLUSTERS:
-            notes.append(f"{arm} arm: {g} labeled {unit} are too few to tune lambda "
-                         f"(< {engine.MIN_TUNE_CLUSTERS}); its augmented estimate is the naive "
-                         "one.")
-        few_users = clustered and g_unl < MIN_UNLABELED_USERS
-        if n_unl < MIN_UNLABELED or few_users:
-            src = f" from {g_unl} user(s)" if clustered else ""
-            notes.append(
-                f"{arm} arm: only {n_unl} unlabeled session(s){src}: the variance of their mean "
-                "is taken from the pooled (labeled and unlabeled) predictions, so lambda stays "
-                "small and the predictions can barely narrow the interval.")
-    return notes
 
 
 def compare_arms(
@@ -417,8 +292,8 @@ def compare_arms(
     if lam_mode not in LAM_MODES:
         raise ValueError(f"lam_mode must be one of {LAM_MODES}, got {lam_mode!r}")
     z_two_sided(alpha)  # validates alpha
-    yc, fc, fuc = _arm_arrays(y_c, f_c, f_unl_c, "c")
-    yt, ft, fut = _arm_arrays(y_t, f_t, f_unl_t, "t")
+    yc, fc, fuc = arm_arrays(y_c, f_c, f_unl_c, "c")
+    yt, ft, fut = arm_arrays(y_t, f_t, f_unl_t, "t")
     keys = [clusters_c, clusters_unl_c, clusters_t, clusters_unl_t]
     clustered = any(k is not None for k in keys)
     weighted = w_c is not None or w_t is not None
@@ -430,11 +305,11 @@ def compare_arms(
     code_sizes = [0 if single else n for single, n in
                   zip((False, singleton[0], False, singleton[1]), sizes, strict=True)]
     (cl_c, cu_c, cl_t, cu_t), n_codes = cluster_codes(keys, code_sizes, names)
-    _refuse(yc, cl_c, clusters_c, "control")
-    _refuse(yt, cl_t, clusters_t, "treatment")
+    refuse_arm(yc, cl_c, clusters_c, "control")
+    refuse_arm(yt, cl_t, clusters_t, "treatment")
     if not (small_sample or clustered or weighted) and lam_mode == "per_arm":
         return _legacy_iid(yc, fc, fuc, yt, ft, fut, alpha)
-    wc, wt = _weights(w_c, yc.size, "w_c"), _weights(w_t, yt.size, "w_t")
+    wc, wt = weights_or_ones(w_c, yc.size, "w_c"), weights_or_ones(w_t, yt.size, "w_t")
     # Center by constants common to both arms: effects are unchanged, sums lose cancellation.
     cy, cf = float(np.concatenate([yc, yt]).mean()), float(np.concatenate([fc, ft]).mean())
     arms = [
@@ -450,13 +325,13 @@ def compare_arms(
         lab_z=(labeled_cluster_lin(arms, n_codes, singleton, cr2=cr2)
                if small_sample and lambda_noise else None),
         kish=kish_sums(arms, n_codes) if cr2 else None)
-    _refuse_degenerate(res, clustered)
+    refuse_degenerate(res, clustered)
     q_n, q_a = engine.quantile(alpha, res.naive_df)[0], engine.quantile(alpha, res.aug_df)[0]
     naive = _estimate(res.naive_effect[0], res.naive_se[0], q_n, res.naive_df[0])
     augmented = _estimate(res.aug_effect[0], res.aug_se[0], q_a, res.aug_df[0])
     reduction = (100.0 * (1.0 - augmented.width / naive.width) if naive.width > 0
                  else float("nan"))
-    notes = _notes(res, clustered, small_sample)
+    notes = arm_notes.notes(res, clustered, small_sample)
     shift = res.pred_shift[0]
     z_shift = np.abs(shift) / np.maximum(res.pred_shift_se[0], 1e-300)
     flagged = bool(small_sample and np.any((z_shift >= SHIFT_NOTE_Z)
@@ -495,136 +370,3 @@ def compare_arms(
     )
 
 
-@dataclass(frozen=True)
-class BatchComparison:
-    """Many comparisons of the same design at once (arrays of shape (R,), per arm (R, 2)).
-
-    Attributes:
-        naive_effect: Naive effects.
-        naive_lower: Lower ends of the naive intervals.
-        naive_upper: Upper ends of the naive intervals.
-        naive_se: Naive standard errors.
-        aug_effect: Augmented effects.
-        aug_lower: Lower ends of the augmented intervals.
-        aug_upper: Upper ends of the augmented intervals.
-        aug_se: Augmented standard errors.
-        aug_se_in_sample: Augmented s.e. before the lambda-tuning inflation.
-        ci_reduction_pct: ``100 (1 - width_aug / width_naive)``.
-        lam: Lambdas, control first, shape (R, 2).
-        result: The full engine output.
-    """
-
-    naive_effect: NDArray[np.float64]
-    naive_lower: NDArray[np.float64]
-    naive_upper: NDArray[np.float64]
-    naive_se: NDArray[np.float64]
-    aug_effect: NDArray[np.float64]
-    aug_lower: NDArray[np.float64]
-    aug_upper: NDArray[np.float64]
-    aug_se: NDArray[np.float64]
-    aug_se_in_sample: NDArray[np.float64]
-    ci_reduction_pct: NDArray[np.float64]
-    lam: NDArray[np.float64]
-    result: engine.EngineResult
-
-
-def compare_batch(
-    y_c: ArrayLike,
-    f_c: ArrayLike,
-    f_unl_c: ArrayLike,
-    y_t: ArrayLike,
-    f_t: ArrayLike,
-    f_unl_t: ArrayLike,
-    alpha: float = 0.05,
-    clusters_c: ArrayLike | None = None,
-    clusters_t: ArrayLike | None = None,
-    clusters_unl_c: ArrayLike | None = None,
-    clusters_unl_t: ArrayLike | None = None,
-    *,
-    w_c: ArrayLike | None = None,
-    w_t: ArrayLike | None = None,
-    small_sample: bool = True,
-    lam_mode: str = "joint",
-    cr2: bool = True,
-    lambda_noise: bool = True,
-) -> BatchComparison:
-    """:func:`compare_arms` for R data sets of one design in one vectorized pass.
-
-    The value arrays have shape (R, n) (a 1-D array is one data set); cluster ids are shared by
-    the R data sets, shape (n,). No refusals or warnings: rows that :func:`compare_arms` would
-    refuse come out as NaN or zero-width. Meant for simulations (coverage, power, benchmarks).
-
-    Args:
-        y_c: Control ratings, shape (R, n_c).
-        f_c: Control predictions of labeled sessions, shape (R, n_c).
-        f_unl_c: Control predictions of unlabeled sessions, shape (R, N_c).
-        y_t: Treatment ratings, shape (R, n_t).
-        f_t: Treatment predictions of labeled sessions, shape (R, n_t).
-        f_unl_t: Treatment predictions of unlabeled sessions, shape (R, N_t).
-        alpha: Error level.
-        clusters_c: Cluster ids of the labeled control sessions, shape (n_c,).
-        clusters_t: Cluster ids of the labeled treatment sessions.
-        clusters_unl_c: Cluster ids of the unlabeled control sessions.
-        clusters_unl_t: Cluster ids of the unlabeled treatment sessions.
-        w_c: Labeled control weights, shape (R, n_c) or (n_c,).
-        w_t: Labeled treatment weights.
-        small_sample: As in :func:`compare_arms`.
-        lam_mode: As in :func:`compare_arms`.
-        cr2: As in :func:`compare_arms`.
-        lambda_noise: As in :func:`compare_arms`.
-
-    Returns:
-        The batch of comparisons.
-    """
-    vals = [np.atleast_2d(np.asarray(v, dtype=np.float64)) for v in
-            (y_c, f_c, f_unl_c, y_t, f_t, f_unl_t)]
-    yc, fc, fuc, yt, ft, fut = vals
-    keys = [clusters_c, clusters_unl_c, clusters_t, clusters_unl_t]
-    names = ["clusters_c", "clusters_unl_c", "clusters_t", "clusters_unl_t"]
-    sizes = [yc.shape[1], fuc.shape[1], yt.shape[1], fut.shape[1]]
-    (cl_c, cu_c, cl_t, cu_t), n_codes = cluster_codes(keys, sizes, names)
-    weighted = w_c is not None or w_t is not None
-    wc = np.broadcast_to(np.ones(1) if w_c is None else np.asarray(w_c, float), yc.shape)
-    wt = np.broadcast_to(np.ones(1) if w_t is None else np.asarray(w_t, float), yt.shape)
-    cy = np.concatenate([yc, yt], axis=1).mean(axis=1, keepdims=True)
-    cf = np.concatenate([fc, ft], axis=1).mean(axis=1, keepdims=True)
-    arms = [(cl_c, yc - cy, fc - cf, wc, cu_c, fuc - cf),
-            (cl_t, yt - cy, ft - cf, wt, cu_t, fut - cf)]
-    res = _solve_in_chunks(arms, n_codes, cr2 and small_sample, lambda_noise and small_sample,
-                           weighted=weighted, small_sample=small_sample, lam_mode=lam_mode,
-                           clustered=any(k is not None for k in keys), alpha=alpha)
-    q_n, q_a = engine.quantile(alpha, res.naive_df), engine.quantile(alpha, res.aug_df)
-    w_n, w_a = 2 * q_n * res.naive_se, 2 * q_a * res.aug_se
-    return BatchComparison(
-        naive_effect=res.naive_effect, naive_lower=res.naive_effect - q_n * res.naive_se,
-        naive_upper=res.naive_effect + q_n * res.naive_se, naive_se=res.naive_se,
-        aug_effect=res.aug_effect, aug_lower=res.aug_effect - q_a * res.aug_se,
-        aug_upper=res.aug_effect + q_a * res.aug_se, aug_se=res.aug_se,
-        aug_se_in_sample=res.aug_se_in_sample,
-        ci_reduction_pct=100.0 * (1.0 - np.divide(w_a, w_n, out=np.full_like(w_a, np.nan),
-                                                  where=w_n > 0)),
-        lam=res.lam, result=res,
-    )
-
-
-def _solve_in_chunks(arms: list[tuple], n_codes: int, cr2: bool, noise: bool,
-                     **opts) -> engine.EngineResult:
-    """:func:`engine.solve` over chunks of replications, concatenated.
-
-    The per-cluster sums of the lambda-noise term take R x G_L x 16 values.
-    """
-    r = arms[0][1].shape[0]
-    g_lab = np.unique(np.concatenate([arms[0][0], arms[1][0]])).size
-    step = max(1, 2_000_000 // max(16 * g_lab, 1))
-    parts = []
-    for start in range(0, r, step):
-        sub = [(cl, y[start:start + step], f[start:start + step], w[start:start + step], cu,
-                fu[start:start + step]) for cl, y, f, w, cu, fu in arms]
-        parts.append(engine.solve(
-            session_moments(sub, n_codes, cr2=cr2), cr2=cr2,
-            lab_z=labeled_cluster_lin(sub, n_codes, cr2=cr2) if noise else None,
-            kish=kish_sums(sub, n_codes) if cr2 else None, **opts))
-    if len(parts) == 1:
-        return parts[0]
-    return engine.EngineResult(*(np.concatenate([getattr(p, f.name) for p in parts])
-                                 for f in fields(engine.EngineResult)))

@@ -1,0 +1,70 @@
+"""Inputs of an arm comparison: value vectors, weights and shared integer cluster codes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+
+from pulse_ml.errors import PulseError
+from pulse_ml.stats.ppi import as_vector, normalize_weights
+
+__all__ = ["cluster_codes"]
+
+
+def arm_arrays(
+    y: ArrayLike, f: ArrayLike, f_unl: ArrayLike, arm: str
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    yv = as_vector(y, f"y_{arm}", min_size=2)
+    fv = as_vector(f, f"f_{arm}", min_size=2)
+    fu = as_vector(f_unl, f"f_unl_{arm}", min_size=1)
+    if yv.size != fv.size:
+        raise ValueError(f"y_{arm} has {yv.size} values but f_{arm} has {fv.size}")
+    return yv, fv, fu
+
+
+def cluster_codes(
+    keys: list[ArrayLike | None], sizes: list[int], names: list[str]
+) -> tuple[list[NDArray[np.intp]], int]:
+    """Integer cluster codes for several samples sharing one id space; ``None`` = singletons.
+
+    Args:
+        keys: Cluster ids per sample (any hashable dtype) or ``None``.
+        sizes: Length of each sample.
+        names: Argument names for error messages.
+
+    Returns:
+        ``(codes per sample, number of codes)``.
+
+    Raises:
+        ValueError: If a key array has the wrong shape.
+        PulseError: If an id is missing.
+    """
+    given = [(i, np.asarray(k)) for i, k in enumerate(keys) if k is not None]
+    for i, k in given:
+        if k.ndim != 1 or k.size != sizes[i]:
+            raise ValueError(f"{names[i]} has shape {k.shape} but its sample has {sizes[i]} rows")
+        if pd.isna(k).any():
+            raise PulseError(f"{names[i]}: cluster ids (user_id) must not be missing")
+    codes: list[NDArray[np.intp] | None] = [None] * len(keys)
+    n_codes = 0
+    if given:
+        arrays = [k for _, k in given]
+        if len({a.dtype.kind for a in arrays}) > 1:  # e.g. ints mixed with strings
+            arrays = [a.astype(object) for a in arrays]
+        joint, uniques = pd.factorize(np.concatenate(arrays))
+        n_codes = len(uniques)
+        start = 0
+        for i, k in given:
+            codes[i] = joint[start : start + k.size]
+            start += k.size
+    for i, c in enumerate(codes):
+        if c is None:
+            codes[i] = np.arange(n_codes, n_codes + sizes[i])
+            n_codes += sizes[i]
+    return [c for c in codes if c is not None], n_codes
+
+
+def weights_or_ones(w: ArrayLike | None, size: int, name: str) -> NDArray[np.float64]:
+    out = normalize_weights(w, size, name)
+    return np.ones(size) if out is None else out
