@@ -131,3 +131,24 @@ def test_audit_refuses_unknown_options(small_demo, registered, cli, override):
     key = override.split("=")[0]
     assert res.returncode == 2 and f"{override} is not an option" in res.stderr, res.stderr
     assert key in res.stderr and "Traceback" not in res.stderr
+
+
+def test_degenerate_paired_variance_is_refused(small_demo, registered, cli, tmp_path):
+    """Two users, each rating both arms one star higher in treatment: the cluster-robust
+    variance of the effect is 0. The old rules printed CI [1.000, 1.000] and 'significant'."""
+    frame = pd.read_parquet(small_demo)
+    plan = frame["case_study"] == "plan"
+    rated = frame.index[plan & frame["rating"].notna()]
+    frame.loc[rated, "rating"] = np.nan
+    picks = []
+    for cond in ("no-plan", "show-plan"):
+        picks += list(frame.index[plan & (frame["condition"] == cond)][:2])
+    frame.loc[picks, "user_id"] = ["uA", "uB", "uA", "uB"]
+    frame.loc[picks, "rating"] = [3.0, 4.0, 4.0, 5.0]
+    path = tmp_path / "paired.parquet"
+    frame.to_parquet(path)
+    res = cli("infer", f"data.path={path}", "case_studies=[plan]", "permutations=200",
+              "log_mlflow=false")
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "case study 'plan'" in res.stderr and "within-user difference" in res.stderr
+    assert "Traceback" not in res.stderr
