@@ -110,3 +110,27 @@ def strong_few(reps: int, seed: int, n: int = 15, big_n: int = 1000, rho_latent:
         f = 3.9 + 1.2 * x + 0.2 * rng.normal(size=(reps, n + big_n))
         arms += [y[:, :n], f[:, :n], f[:, n:]]
     return arms, {}, 0.0
+
+
+def weighted_shift(reps: int, seed: int, rb: float = 0.32, n: int = 150, big_n: int = 1500):
+    """:func:`label_shift` (i.i.d.) with the true inverse labeling propensities as weights.
+
+    With x | labeled ~ N(s, 1) and x | unlabeled ~ N(0, 1), ``P(labeled | x) = n e^(s x - s^2/2)
+    / (n e^(s x - s^2/2) + N)``; ``w = 1 / P`` makes the labeled sessions stand for all sessions
+    (shift-aware PPI++, ``compare_batch(..., w_c=, w_t=)``).
+    """
+    rng = np.random.default_rng(seed)
+    s = rank_biserial_shift(rb)
+    out, weights = [], []
+    grid = np.linspace(-5, 5, 2001)
+    signal, sd = 0.3, np.sqrt(0.7)
+    means = 1.0 + norm.sf((CUTS[None, :] - np.sqrt(signal) * grid[:, None]) / sd).sum(1)
+    for _ in (0, 1):
+        x = rng.normal(size=(reps, n + big_n))
+        x[:, :n] += s
+        y = stars(_latent(rng, x.shape, x, 0.0, signal, 0.0))
+        f = np.interp(x, grid, means) + 0.3 * rng.normal(size=x.shape)
+        odds = n * np.exp(s * x[:, :n] - s * s / 2) / big_n
+        weights.append(1.0 + 1.0 / odds)  # 1 / P(labeled | x)
+        out += [y[:, :n], f[:, :n], f[:, n:]]
+    return out, {"w_c": weights[0], "w_t": weights[1]}, 0.0
