@@ -15,8 +15,10 @@ from pulse_ml.stats.arm_effect import (
 from pulse_ml.stats.feature_tests import compare_features, labeled_shift
 from pulse_ml.stats.permutation import permutation_pvalue
 from pulse_ml.stats.power import (
+    ArmDesign,
     DesignEffect,
     LabelPlan,
+    arm_design,
     design_effect,
     labels_needed,
     planned_power,
@@ -56,6 +58,7 @@ from pulse_ml.stats.split_half import (
 
 __all__ = [
     "ArmArrays",
+    "ArmDesign",
     "ArmComparison",
     "BatchComparison",
     "ConsistencyCheck",
@@ -69,6 +72,7 @@ __all__ = [
     "PredictionShift",
     "SplitHalfAudit",
     "classical_mean_ci",
+    "arm_design",
     "compare_arms",
     "compare_batch",
     "compare_features",
