@@ -158,16 +158,15 @@ def _shared_users_values(rng, reps, user, arm, n_users, shift):
     return y, audit_sims.expected_stars(u + x, 0.7)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("seed", [10, 11])
-def test_stats_power_planned_matches_simulated_with_users_in_both_arms(seed):
-    # 3,000 replications: MC s.d. of a power in 0.6-0.9 is <= 0.009; tolerance 0.05.
-    # Measured (seeds 10 / 11): naive planned 0.659 / 0.683 vs simulated 0.669 / 0.663, PPI++
-    # 0.874 / 0.889 vs 0.867 / 0.894. The pooled design effect without the arms' covariance
-    # planned 0.391 / 0.446 and 0.591 / 0.658, and asked for 1.9x / 1.8x the naive labels.
-    n_users, shift = 400, 0.3
+def shared_users_powers(seed, n_users=400, shift=0.3, reps=3000):
+    """Simulated vs planned power (naive, PPI++) of the shared-users design; also the plans.
+
+    The design's parameters come from a pilot: 40 independent draws on the same users'
+    structure (per-arm design effect, arms' correlation, shared users; and the pooled design
+    effect of the old planner). Returns ``{"naive": (simulated, planned, pooled), "ppi": ...,
+    "plan": LabelPlan, "pooled_plan": LabelPlan, "design": ArmDesign}``.
+    """
     user, arm, lab = _shared_users_design(n_users, seed)
-    # the design's parameters from a pilot: 40 independent draws on the same users' structure
     pilot = 40
     y, f = _shared_users_values(np.random.default_rng(1), pilot, user, arm, n_users, shift)
     ids = (user[None, :] + n_users * np.arange(pilot)[:, None])[:, lab].ravel()
@@ -180,8 +179,7 @@ def test_stats_power_planned_matches_simulated_with_users_in_both_arms(seed):
     tau = float(norm.sf((audit_sims.CUTS - shift) / scale).sum()
                 - norm.sf(audit_sims.CUTS / scale).sum())
     n, big_n = lab.sum() / 2, int((~lab).sum() / 2)
-    assert 0.1 < design.arm_correlation < 0.6 and design.shared_users > 0.4
-    yy, ff = _shared_users_values(np.random.default_rng(5), 3000, user, arm, n_users, shift)
+    yy, ff = _shared_users_values(np.random.default_rng(5), reps, user, arm, n_users, shift)
     arms, kw = [], {}
     for a, name in ((0, "c"), (1, "t")):
         m_l, m_u = (arm == a) & lab, (arm == a) & ~lab
@@ -193,16 +191,31 @@ def test_stats_power_planned_matches_simulated_with_users_in_both_arms(seed):
            "sd_pred": sd_f}
     old = {"design_effect": pooled.deff, "labels_per_user": pooled.labels_per_user,
            "sd_pred": sd_f}
-    for r, lo, hi in ((0.0, b.naive_lower, b.naive_upper), (rho, b.aug_lower, b.aug_upper)):
-        simulated = float(np.mean((lo > 0) | (hi < 0)))
-        planned = planned_power(n, tau, sd, r, big_n, **new)
-        before = planned_power(n, tau, sd, r, big_n, **old)
-        print(f"rho {r:.2f}: simulated {simulated:.3f} planned {planned:.3f} "
-              f"pooled deff {before:.3f}")
+    out = {"design": design, "plan": labels_needed(tau, sd, rho, big_n, **new),
+           "pooled_plan": labels_needed(tau, sd, rho, big_n, **old)}
+    for key, r, lo, hi in (("naive", 0.0, b.naive_lower, b.naive_upper),
+                           ("ppi", rho, b.aug_lower, b.aug_upper)):
+        out[key] = (float(np.mean((lo > 0) | (hi < 0))),
+                    planned_power(n, tau, sd, r, big_n, **new),
+                    planned_power(n, tau, sd, r, big_n, **old))
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [10, 11])
+def test_stats_power_planned_matches_simulated_with_users_in_both_arms(seed):
+    # 3,000 replications: MC s.d. of a power in 0.6-0.9 is <= 0.009; tolerance 0.05.
+    # Measured (seeds 10 / 11): naive planned 0.659 / 0.683 vs simulated 0.669 / 0.663, PPI++
+    # 0.874 / 0.889 vs 0.867 / 0.894. The pooled design effect without the arms' covariance
+    # planned 0.391 / 0.446 and 0.591 / 0.658, and asked for 1.9x / 1.8x the naive labels.
+    res = shared_users_powers(seed)
+    assert 0.1 < res["design"].arm_correlation < 0.6 and res["design"].shared_users > 0.4
+    for key in ("naive", "ppi"):
+        simulated, planned, before = res[key]
+        print(f"{key}: simulated {simulated:.3f} planned {planned:.3f} pooled deff {before:.3f}")
         assert planned == pytest.approx(simulated, abs=0.05)
         assert before < simulated - 0.15  # the pooled design effect misses the covariance
-    plan = labels_needed(tau, sd, rho, big_n, **new)
-    pooled_plan = labels_needed(tau, sd, rho, big_n, **old)
+    plan, pooled_plan = res["plan"], res["pooled_plan"]
     assert pooled_plan.n_naive > 1.6 * plan.n_naive and plan.arm_correlation > 0
 
 
