@@ -5,7 +5,8 @@ replications; each row shows the corrected defaults next to the legacy formulas 
 normal quantile, per-arm lambda) that issue 15 measured. Monte-Carlo s.d. of a coverage near
 0.95 is sqrt(0.0475 / R) (0.0011 at R = 40,000; 0.0022 at 10,000).
 
-Usage (from the repository root; about 3 minutes on 2 cores, ``--quick`` about 40 s)::
+Usage (from the repository root; ``--quick`` about 10 minutes on 2 cores, of which the audit
+section 7 and the shared-users planner 1.5; full size about 4x)::
 
     PYTHONPATH=. python perf/validity_bench.py [--quick] [--only SECTION ...]
 """
