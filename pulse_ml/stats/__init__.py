@@ -13,6 +13,7 @@ from pulse_ml.stats.arm_effect import (
     theoretical_width_ratio,
 )
 from pulse_ml.stats.feature_tests import compare_features, labeled_shift
+from pulse_ml.stats.half_checks import BiasCheck, HalvesAudit, audit_halves
 from pulse_ml.stats.permutation import permutation_pvalue
 from pulse_ml.stats.power import (
     ArmDesign,
@@ -61,9 +62,11 @@ __all__ = [
     "ArmDesign",
     "ArmComparison",
     "BatchComparison",
+    "BiasCheck",
     "ConsistencyCheck",
     "DesignEffect",
     "Estimate",
+    "HalvesAudit",
     "LabelPlan",
     "MonitorPlan",
     "MonitorResult",
@@ -73,6 +76,7 @@ __all__ = [
     "SplitHalfAudit",
     "classical_mean_ci",
     "arm_design",
+    "audit_halves",
     "compare_arms",
     "compare_batch",
     "compare_features",

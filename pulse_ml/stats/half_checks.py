@@ -149,13 +149,10 @@ def full_lambda(arms: list[dict], clustered: bool, units: tuple, n_units: int,
     return res.lam[0]
 
 
-def _per_unit(values: NDArray, clusters: NDArray, unit_of: NDArray, n_codes: int,
-              n_units: int) -> NDArray:
-    """Per-unit sums (units, k) of the session values (n, k) of variance clusters ``clusters``."""
-    k = values.shape[1]
-    z = np.stack([np.bincount(clusters, values[:, j], n_codes) for j in range(k)], axis=1)
+def _per_unit(z: NDArray, unit_of: NDArray, n_units: int) -> NDArray:
+    """Sums over the variance clusters of each split unit: (clusters, k) -> (units, k)."""
     keep = unit_of >= 0
-    per = np.zeros((n_units, k))
+    per = np.zeros((n_units, z.shape[1]))
     np.add.at(per, unit_of[keep], z[keep])
     return per
 
@@ -167,57 +164,37 @@ def _fixed_lambda_halves(arms: list[dict], clustered: bool, mask: NDArray[np.boo
     Per arm ``mu = A/B + lam C/E`` with ``A = sum w (y - lam f)``, ``B = sum w`` over labeled
     sessions and ``(C, E)`` = (sum, count) of the unlabeled predictions (weighted: of all the
     arm's predictions); its cluster-robust variance ``G/(G-1) sum_g psi_g^2`` (G: labeled
-    clusters of the half) and ``t(G_arm - 1)``, the smaller arm's. Per-cluster totals are
-    additive over the split units, so every half is two matrix products.
+    clusters of the half, psi_g over both arms) and ``t(G_arm - 1)``, the smaller arm's.
+    Per-cluster totals and their outer products add over the split units, so every half is a
+    few matrix products.
     """
     lab_codes, unl_codes, n_codes = sh._variance_codes(arms, clustered)
     unit_of = np.full(n_codes, -1)
     for codes, unit in zip(lab_codes + unl_codes, list(units[0]) + list(units[1]), strict=True):
-        if unit is not None:
-            unit_of[codes] = unit
+        unit_of[codes] = unit
     n_units = mask.shape[1]
-    cols, cnts = [], []
+    z, has = [], np.zeros((n_codes, 2))
     for a, arm in enumerate(arms):
         y, f, w, fu = arm["y"], arm["f"], arm["w"], arm["fu"]
-        n_u = fu.size
-        lab = np.column_stack([w * (y - lam[a] * f), w, f * weighted, np.full(y.size, weighted,
-                                                                             float), w * y])
-        unl = np.column_stack([np.zeros(n_u), np.zeros(n_u), fu, np.ones(n_u), np.zeros(n_u)])
-        values = np.concatenate([lab, unl])
+        zero, one = np.zeros(fu.size), np.ones(fu.size)
+        values = np.concatenate([
+            np.column_stack([w * (y - lam[a] * f), w, f * weighted, np.full(y.size, weighted,
+                                                                            float), w * y]),
+            np.column_stack([zero, zero, fu, one, zero])])
         codes = np.concatenate([lab_codes[a], unl_codes[a]])
-        cols.append(_per_unit(values, codes, unit_of, n_codes, n_units))
-        has = np.zeros(n_codes)
-        has[lab_codes[a]] = 1.0
-        cnt = np.zeros(n_units)
-        np.add.at(cnt, unit_of[has > 0], 1.0)
-        cnts.append(cnt)
-    # cross-arm Gram blocks (a user in both arms): z_c z_t^T per cluster, summed per unit
-    z_all = []
-    for a, arm in enumerate(arms):
-        n_u = arm["fu"].size
-        vals = np.concatenate([
-            np.column_stack([arm["w"] * (arm["y"] - lam[a] * arm["f"]), arm["w"],
-                             arm["f"] * weighted, np.full(arm["y"].size, weighted, float)]),
-            np.column_stack([np.zeros(n_u), np.zeros(n_u), arm["fu"], np.ones(n_u)])])
-        codes = np.concatenate([lab_codes[a], unl_codes[a]])
-        z_all.append(np.stack([np.bincount(codes, vals[:, j], n_codes) for j in range(4)], 1))
-    z8 = np.concatenate(z_all, axis=1)
-    outer8 = (z8[:, :, None] * z8[:, None, :]).reshape(n_codes, 64)
-    gram8 = np.zeros((n_units, 64))
-    keep = unit_of >= 0
-    np.add.at(gram8, unit_of[keep], outer8[keep])
-    has_any = np.zeros(n_codes)
-    for codes in lab_codes:
-        has_any[codes] = 1.0
-    g_union = np.zeros(n_units)
-    np.add.at(g_union, unit_of[(has_any > 0) & keep], 1.0)
+        z.append(np.stack([np.bincount(codes, v, n_codes) for v in values.T], axis=1))
+        has[lab_codes[a], a] = 1.0
+    z8 = np.concatenate([z[0][:, :4], z[1][:, :4]], axis=1)  # (A, B, C, E) of both arms
+    cols = [_per_unit(z[a], unit_of, n_units) for a in (0, 1)]
+    gram8 = _per_unit((z8[:, :, None] * z8[:, None, :]).reshape(n_codes, 64), unit_of, n_units)
+    cnts = _per_unit(np.column_stack([has, has.max(axis=1)]), unit_of, n_units)
     out = []
     for half in (mask, ~mask):
         m = half.astype(float)
         tot = [m @ cols[0], m @ cols[1]]
         gram = (m @ gram8).reshape(-1, 8, 8)
-        g_arm = np.stack([m @ cnts[0], m @ cnts[1]], axis=1)
-        g = m @ g_union
+        counts = m @ cnts
+        g_arm, g = counts[:, :2], counts[:, 2]
         b = np.zeros((m.shape[0], 8))
         est, est0 = np.zeros(m.shape[0]), np.zeros(m.shape[0])
         ok = (g_arm >= 2).all(axis=1)
