@@ -5,7 +5,8 @@ replications; each row shows the corrected defaults next to the legacy formulas 
 normal quantile, per-arm lambda) that issue 15 measured. Monte-Carlo s.d. of a coverage near
 0.95 is sqrt(0.0475 / R) (0.0011 at R = 40,000; 0.0022 at 10,000).
 
-Usage (from the repository root; about 3 minutes on 2 cores, ``--quick`` about 40 s)::
+Usage (from the repository root; ``--quick`` about 10 minutes on 2 cores, of which the audit
+section 7 and the shared-users planner 1.5; full size about 4x)::
 
     PYTHONPATH=. python perf/validity_bench.py [--quick] [--only SECTION ...]
 """
@@ -23,10 +24,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "stats"))
 
+import audit_sims  # noqa: E402
 import validity_sims as sims  # noqa: E402
 
-from pulse_ml.inference.audit import AUGMENTED_SHARES, combined_verdict  # noqa: E402
 from pulse_ml.stats.arm_effect import compare_arms, compare_batch  # noqa: E402
+from pulse_ml.stats.half_checks import audit_halves  # noqa: E402
 from pulse_ml.stats.power import labels_needed, planned_power  # noqa: E402
 from pulse_ml.stats.propensity import crossfit_propensity  # noqa: E402
 from pulse_ml.stats.split_half import (  # noqa: E402
@@ -132,9 +134,14 @@ AUDIT_CASES = [
     ("valid: augmented, cluster-robust", {}, "augmented"),
     ("valid: augmented, session-randomized", {"by_user": False}, "augmented"),
     ("valid: augmented, 60 users", {"n_users": 60}, "augmented"),
+    ("valid: strong predictor r 0.85, heavy-tailed users", {"strong": {"n_users": 300}},
+     "augmented"),
+    ("valid: strong predictor, 1 session per user, ~30 labels/arm",
+     {"strong": {"n_users": 1000, "cap": 1, "rate_users": 1.0, "rate_sessions": 0.06}},
+     "augmented"),
     ("invalid: naive i.i.d. on clustered", {}, "naive_iid"),
     ("invalid: augmented i.i.d. on clustered", {}, "augmented_iid"),
-    ("  same, audit with unlabeled='all'", {}, "augmented_iid", {"unlabeled": "all"}),
+    ("invalid: augmented i.i.d., true coverage 0.83", {"sd_u": 0.7}, "augmented_iid"),
     ("invalid: naive i.i.d., icc 0.5", {"sd_u": 1.4}, "naive_iid"),
     ("invalid: in-sample predictions (leak 0.8)", {"leak": 0.8, "tau": 0.5, "by_user": False},
      "augmented"),
@@ -143,27 +150,25 @@ AUDIT_CASES = [
 
 
 def audits(scale):
-    """Flag rates of the split-half audit (`pulse-ml audit`'s verdict) and the consistency check."""
+    """Flag rates of `pulse-ml audit`'s verdict (variance + bias check) and the classic check."""
     print("\n## Audits: share of data sets flagged (100 data sets x 1000 splits)\n")
-    print("| analysis | true coverage | split-half rate (equal halves) | flagged 'too narrow' | "
-          "valid | consistency check rate (augmented / naive; not coverage) |")
-    print("|---|---|---|---|---|---|")
+    print("| analysis | true coverage | flagged 'too narrow' (MC s.e.) | valid | variance-check "
+          "rate | classic check flagged (method on A vs naive on B) | consistency rate "
+          "(augmented / naive; not coverage) |")
+    print("|---|---|---|---|---|---|---|")
     datasets = 100 // scale
-    for label, design, method, *extra in AUDIT_CASES:
-        covered, rates, verdicts, old_a, old_n = [], [], [], [], []
+    for label, design, method in AUDIT_CASES:
+        covered, rates, verdicts, classic, old_a, old_n = [], [], [], [], [], []
         for d in range(datasets):
-            (c, t), tau = sims.audit_dataset(20_000 + d, **design)
-            kw = extra[0] if extra else {}
-            if method.startswith("augmented"):  # as `pulse-ml audit`: two shares, half the level
-                runs = [split_half_audit(c, t, method=method, replications=1000, seed=d,
-                                         share=share, level=0.05 / len(AUGMENTED_SHARES), **kw)
-                        for share in AUGMENTED_SHARES.values()]
-                verdict = combined_verdict(runs)[0]
+            if "strong" in design:
+                (c, t), tau = audit_sims.strong_predictor(20_000 + d, **design["strong"])
             else:
-                runs = [split_half_audit(c, t, method=method, replications=1000, seed=d, **kw)]
-                verdict = runs[0].verdict
-            rates.append(runs[0].rate)
-            verdicts.append(verdict)
+                (c, t), tau = sims.audit_dataset(20_000 + d, **design)
+            audit = audit_halves(c, t, method=method, replications=1000, seed=d)
+            verdicts.append(audit.verdict)
+            rates.append(audit.variance.rate)
+            classic.append(split_half_audit(c, t, method=method, replications=1000,
+                                            seed=d).verdict == "too narrow")
             clustered = not method.endswith("iid")
             kw = {"clusters_c": c.users, "clusters_t": t.users, "clusters_unl_c": c.users_unl,
                   "clusters_unl_t": t.users_unl} if clustered else {}
@@ -175,8 +180,10 @@ def audits(scale):
             old_a.append(old.rate_augmented)
             old_n.append(old.rate_naive)
         v = np.array(verdicts)
-        print(f"| {label} | {np.mean(covered):.2f} | {np.mean(rates):.3f} | "
-              f"{np.mean(v == 'too narrow'):.2f} | {np.mean(v == 'valid'):.2f} | "
+        flagged = np.mean(v == "too narrow")
+        print(f"| {label} | {np.mean(covered):.2f} | {flagged:.2f} "
+              f"({np.sqrt(flagged * (1 - flagged) / datasets):.2f}) | {np.mean(v == 'valid'):.2f} "
+              f"| {np.nanmean(rates):.3f} | {np.mean(classic):.2f} | "
               f"{np.mean(old_a):.3f} / {np.mean(old_n):.3f} |")
 
 
@@ -227,8 +234,30 @@ def planner(scale):
                 print(f"| {effect} (N={big_n}) | {name} | {n4} | {planned:.3f} | {sim:.3f} |")
 
 
+def planner_shared(scale):
+    """Planned vs simulated power with users in both arms (sessions randomized)."""
+    from test_power import shared_users_powers
+
+    print("\n## Planner: users in both arms (Pareto sessions, 1-5 stars, a quarter rated)\n")
+    print("| structure seed | kappa | estimator | simulated (MC s.e.) | planned | pooled deff "
+          "(old) | labels: planned / old |")
+    print("|---|---|---|---|---|---|---|")
+    reps = 6_000 // scale
+    for seed in (10, 11):
+        res = shared_users_powers(seed, reps=reps)
+        for key in ("naive", "ppi"):
+            sim, planned, old = res[key]
+            n_new = res["plan"].n_naive if key == "naive" else res["plan"].n_ppi
+            n_old = (res["pooled_plan"].n_naive if key == "naive"
+                     else res["pooled_plan"].n_ppi)
+            print(f"| {seed} | {res['design'].arm_correlation:.2f} | {key} | {sim:.3f} "
+                  f"({np.sqrt(sim * (1 - sim) / reps):.3f}) | {planned:.3f} | {old:.3f} | "
+                  f"{n_new} / {n_old} |")
+
+
 SECTIONS = {"small": small_samples, "unlabeled": few_unlabeled, "heavy": heavy_tailed,
-            "paper": paper_scale, "audit": audits, "shift": shift, "planner": planner}
+            "paper": paper_scale, "audit": audits, "shift": shift, "planner": planner,
+            "planner_shared": planner_shared}
 
 
 def main() -> None:

@@ -1,12 +1,14 @@
 """Check that the intervals hold on your own data: a split-half audit that can fail.
 
 For ``case_study=NAME``: ``split_half.replications`` times (seeded) the case study's users are
-split into two independent halves; the augmented (PPI++) interval on one half and the naive one
-on the other must agree within their combined interval about 1 - alpha of the time. The pass
-rate, its Monte-Carlo error and a verdict (valid / too narrow / inconclusive) are printed, for
-the augmented method (twice: equal halves, which see bias best, and half A = 30% of the users,
-which sees too-narrow variances best; each at half the level) and the naive one; the augmented
-audits make the verdict. Then the
+split into two independent halves. Variance check: the augmented (PPI++) estimate on one half and
+on the other (the analysis' lambda held fixed) must agree within their combined interval about
+1 - alpha of the time (pass rate, Monte-Carlo error, verdict; the same for the naive method).
+Bias check: the augmented and the naive estimate of the same halves must not differ by more
+than the half-sample s.e. of that gap allows (predictions fitted on the labels, or a
+labeled/unlabeled shift). Either flag (each at half the level) makes the verdict valid / too
+narrow / inconclusive; a small study is told which check still works and how many labeled
+users the other needs. Then the
 labeled-vs-unlabeled consistency check: R times (``replications``) it hides ``hide_share`` of the
 labels and compares with the all-labels estimate. It reacts to a labeled/unlabeled prediction
 shift (augmented rate clearly below the naive one); it is not a coverage check and its rates are
@@ -115,6 +117,8 @@ def run(cfg: Node):
     out = job.output
     split = {m: {k: v for k, v in asdict(a).items() if k != "per_replication"}
              for m, a in halves.items()}
+    split["bias"] = None if result.bias is None else asdict(result.bias)
+    split["checks"] = list(result.checks)
     cons = {k: v for k, v in asdict(check).items()
             if k not in ("per_replication", "case_study")}
     summary = {"case_study": name, "mode": mode, "verdict": result.verdict,
@@ -131,13 +135,16 @@ def run(cfg: Node):
         say(f"note: {note}")
     unit = "users" if settings.clusters else "sessions"
     say(f"audit of '{name}' ({mode} predictions, {unit} as independent units)")
-    say(f"1. split-half audit: {halves['augmented'].replications} random splits of the {unit} "
+    say(f"1. split-half audit: {halves['augmented'].requested} random splits of the {unit} "
           "into two halves;")
-    say("   passes when the two halves' estimates differ by no more than their intervals allow "
-        f"(a valid method passes ~{nominal:.0%} of splits)")
+    say("   variance check: the same method on both halves passes when the two estimates differ "
+        "by no more")
+    say(f"   than their intervals allow (a valid method passes ~{nominal:.0%} of splits)")
     for method, a in halves.items():
-        say(f"   {method.split('_')[0]:9s} half A {a.share:.0%}: pass rate {a.rate:.3f} ± "
-            f"{a.mc_se:.3f} (Monte-Carlo s.e.)  -> {a.verdict}")
+        say(f"   {method:9s} pass rate {a.rate:.3f} ± {a.mc_se:.3f} (Monte-Carlo s.e.)  -> "
+            f"{a.verdict}")
+    for line in result.checks:
+        say(f"   - {line}")
     say(f"   verdict: {_verdict_sentence(result)}")
     say("2. labeled-vs-unlabeled consistency check (not a coverage check; its rates are not "
         "compared")
@@ -198,7 +205,8 @@ def _truth_check(job: AuditSettings, table, preds, study) -> dict | None:
 def _log_run(job: AuditSettings, result, check, files: list[Path], version, raw) -> None:
     """An ``audit-<case study>`` run in pulse-infer, tagged with and linked to the model.
 
-    Metrics: ``split_half_rate_<method>``, ``split_half_mc_se_<method>`` (the audit) and the
+    Metrics: ``split_half_rate_<method>``, ``split_half_mc_se_<method>`` (variance check),
+    ``split_half_bias_gap``, ``split_half_bias_se``, ``split_half_bias_p_value`` and the
     consistency check's ``consistency_rate_naive``, ``consistency_rate_augmented``,
     ``consistency_mc_se``, ``consistency_gap``, ``mean_se_ratio``; tag ``verdict``.
     """
@@ -207,6 +215,9 @@ def _log_run(job: AuditSettings, result, check, files: list[Path], version, raw)
 
     metrics = {f"split_half_{k}_{m}": float(getattr(a, k))
                for m, a in result.audits.items() for k in ("rate", "mc_se")}
+    if result.bias is not None:
+        metrics.update({f"split_half_bias_{k}": float(getattr(result.bias, k))
+                        for k in ("gap", "se", "p_value")})
     metrics.update({k: float(getattr(check, k)) for k in (
         "consistency_rate_naive", "consistency_rate_augmented", "consistency_mc_se",
         "consistency_gap", "mean_se_ratio")})

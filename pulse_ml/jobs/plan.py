@@ -5,18 +5,26 @@ s.d. of its training data (both overridable), the expected unlabeled sessions pe
 smallest effect worth detecting; prints labels per arm for a two-sided test at ``alpha`` with
 ``power``, for the naive difference of means and for PPI++, and the saving.
 
+Users who rate in both arms (sessions, not users, randomized): a user's own level cancels in
+the difference, so the effect needs fewer labels than the pooled design effect says. Give
+``arm_correlation`` (correlation of the two arms' estimates) and ``shared_users`` (share of the
+labeled users in both arms), or ``design_effect=estimate case_study=NAME`` to estimate them with
+the per-arm design effect from that case study's rated sessions in ``data.path``.
+
 With ``daily_labeled`` and ``daily_unlabeled`` (sessions per arm per day) it also gives, for a
 test monitored daily for ``days`` days with anytime-valid confidence sequences (``pulse-ml
 monitor``), the expected day the naive and the PPI++ sequence become conclusive.
 
 Examples:
     pulse-ml plan effect=0.1 n_unlabeled=5000
+    pulse-ml plan effect=0.1 design_effect=estimate case_study=plan data.path=sessions.parquet
     pulse-ml plan effect=0.1 daily_labeled=10 daily_unlabeled=200 days=21
 """
 
 from __future__ import annotations
 
 import textwrap
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -25,6 +33,27 @@ from pulse_ml.config import number, require
 from pulse_ml.errors import PulseError
 from pulse_ml.report.tables import say
 from pulse_ml.training.metrics import pearson
+
+
+@dataclass(frozen=True)
+class Design:
+    """The users' design read once from the config (given or estimated from data).
+
+    Attributes:
+        deff: Design effect of an arm's mean (per arm when estimated with a case study).
+        source: Where it comes from (one phrase for the printout).
+        labels_per_user: Labels per user (per arm when estimated with a case study).
+        arm_correlation: Correlation of the two arms' estimates through users in both arms.
+        shared_users: Share of each arm's labeled users also labeled in the other arm.
+        note: A sentence to print (empty: none).
+    """
+
+    deff: float
+    source: str
+    labels_per_user: float
+    arm_correlation: float = 0.0
+    shared_users: float = 0.0
+    note: str = ""
 
 
 def run(cfg):
@@ -37,8 +66,9 @@ def run(cfg):
     if effect == 0:
         raise PulseError("effect=0 cannot be detected; give the smallest effect that matters, "
                          "e.g. effect=0.05.")
-    deff, deff_source, per_user = _design_effect(cfg)
-    volumes = monitoring_settings(cfg, deff)
+    design = design_settings(cfg)
+    deff, deff_source, per_user = design.deff, design.source, design.labels_per_user
+    volumes = monitoring_settings(cfg, deff * (1.0 - design.arm_correlation))
     rho = number(cfg, "rho", "plan", -1, 1, optional=True)
     sd = number(cfg, "sd", "plan", 0, None, open_interval=True, optional=True)
     sd_pred = number(cfg, "sd_pred", "plan", 0, None, open_interval=True, optional=True)
@@ -59,7 +89,9 @@ def run(cfg):
         say(f"note: honest r {rho:.3f} <= 0: PPI++ sets lambda to 0 and gains nothing; "
               "planning with r = 0.")
     plan = labels_needed(effect, float(sd), max(rho, 0.0), n_unl, alpha, power,
-                         design_effect=deff, labels_per_user=per_user, sd_pred=sd_pred)
+                         design_effect=deff, labels_per_user=per_user, sd_pred=sd_pred,
+                         arm_correlation=design.arm_correlation,
+                         shared_users=design.shared_users)
     pred = ("calibrated predictions (s.d. r x sd)" if sd_pred is None
             else f"prediction s.d. {sd_pred:.3f}")
     say(textwrap.fill(
@@ -67,7 +99,9 @@ def run(cfg):
           f"{cfg.power}) with rating s.d. {float(sd):.3f}, honest r {float(rho):.3f} from "
           f"{source}, {pred}, {n_unl:,} unlabeled sessions per arm, a users' design effect "
           f"of {deff:.2f} ({deff_source}) and {per_user:.2f} labels per user (degrees of "
-          "freedom from the users):", 100))
+          "freedom from the users)" + _shared_phrase(design) + ":", 100))
+    if design.note:
+        say(f"note: {design.note}")
     say(f"  naive A/B test : {plan.n_naive:>7,} rated sessions per arm")
     say(f"  with PPI++     : {plan.n_ppi:>7,} rated sessions per arm")
     say(f"  saving         : {plan.saving:>7,} per arm ({plan.saving_pct:.1f}%)")
@@ -79,30 +113,92 @@ def run(cfg):
     return plan
 
 
-def _design_effect(cfg) -> tuple[float, str, float]:
-    """Design effect, where it comes from, and labels per user (``labels_per_user`` wins).
+def _shared_phrase(design: Design) -> str:
+    if design.arm_correlation == 0 and design.shared_users == 0:
+        return ""
+    return (f", users in both arms ({design.shared_users:.0%} of the labeled users; the arms' "
+            f"estimates correlate {design.arm_correlation:.2f}, so the effect's design effect "
+            f"is {design.deff * (1 - design.arm_correlation):.2f})")
 
-    Given: ``design_effect`` (default 1) and ``labels_per_user`` (null = 1). ``estimate``: both
-    from the ratings and ``user_id`` of ``data.path``.
+
+def design_settings(cfg) -> Design:
+    """The users' design (``labels_per_user`` wins over an estimate).
+
+    Given: ``design_effect`` (default 1), ``labels_per_user`` (null = 1), ``arm_correlation``
+    and ``shared_users`` (default 0: users nested in arms). ``design_effect=estimate``: from the
+    ratings and ``user_id`` of ``data.path``; with ``case_study=NAME`` per arm (the case study's
+    two conditions) together with the arms' correlation and the share of users in both arms
+    (:func:`pulse_ml.stats.arm_design`), else pooled over all ratings (no arms).
     """
     raw = cfg.select("design_effect")
     per_user = number(cfg, "labels_per_user", "plan", 1, None, optional=True)
+    kappa = number(cfg, "arm_correlation", "plan", 0, 1, optional=True)
+    shared = number(cfg, "shared_users", "plan", 0, 1, optional=True)
+    study = cfg.select("case_study")
+    if kappa is not None and kappa >= 1:
+        raise PulseError("pulse-ml plan: arm_correlation must be below 1 (1 would mean the "
+                         "arms' estimates move together exactly), e.g. arm_correlation=0.3.")
     if str(raw).lower() != "estimate":
         deff = number(cfg, "design_effect", "plan", 1, None)
-        return deff, "given", 1.0 if per_user is None else per_user
+        return Design(deff, "given", 1.0 if per_user is None else per_user,
+                      kappa or 0.0, shared or 0.0)
     from pulse_ml.config import require_data_path
     from pulse_ml.sessions.readers import read_frame
-    from pulse_ml.stats import design_effect
+    from pulse_ml.stats import arm_design, design_effect
 
     path = require_data_path(cfg, "plan")
     frame = read_frame(path)
     if "user_id" not in frame or "rating" not in frame:
         raise PulseError(f"{path}: design_effect=estimate needs columns rating and user_id.")
     rated = frame[pd.to_numeric(frame["rating"], errors="coerce").notna()]
-    est = design_effect(rated["rating"].to_numpy(float), rated["user_id"].astype(str))
-    return est.deff, (f"estimated from {est.n_labels} ratings of {est.n_users} users in "
-                      f"{path.name}: ICC {est.icc:.3f}, {est.labels_per_user:.2f} labels per user"
-                      ), est.labels_per_user if per_user is None else per_user
+    if study in (None, ""):
+        est = design_effect(rated["rating"].to_numpy(float), rated["user_id"].astype(str))
+        return Design(est.deff, (
+            f"estimated from {est.n_labels} ratings of {est.n_users} users in {path.name}: ICC "
+            f"{est.icc:.3f}, {est.labels_per_user:.2f} labels per user"),
+            est.labels_per_user if per_user is None else per_user, kappa or 0.0, shared or 0.0,
+            note="the design effect is pooled over the arms; if users rate in both arms give "
+                 "case_study=NAME: their own level cancels in the effect, which needs fewer "
+                 "labels")
+    treated = _arms_of(cfg, rated, str(study), path)
+    rows = treated.notna()
+    est = arm_design(rated.loc[rows, "rating"].to_numpy(float),
+                     rated.loc[rows, "user_id"].astype(str), treated[rows].to_numpy(bool))
+    return Design(est.deff, (
+        f"per arm, estimated from {est.n_labels} ratings of {est.n_users} users of case study "
+        f"'{study}' in {path.name}: ICC {est.icc:.3f}, {est.labels_per_user:.2f} labels per "
+        f"user and arm, cross-arm ICC {est.cross_icc:.3f}"),
+        est.labels_per_user if per_user is None else per_user,
+        est.arm_correlation if kappa is None else kappa,
+        est.shared_users if shared is None else shared)
+
+
+def _arms_of(cfg, rated: pd.DataFrame, study: str, path) -> pd.Series:
+    """True (treatment) / False (control) / NA (other rows) for the case study's rated rows."""
+    from pulse_ml import settings as shared
+
+    if "case_study" not in rated or "condition" not in rated:
+        raise PulseError(f"{path}: case_study={study} needs columns case_study and condition.")
+    rows = rated["case_study"].astype(str) == study
+    conditions = sorted(rated.loc[rows, "condition"].astype(str).unique())
+    configured = shared.case_study_config(cfg).get(study)
+    if configured is not None:
+        control, treatment = configured.control, configured.treatment
+    elif len(conditions) == 2:
+        control, treatment = conditions
+    else:
+        raise PulseError(f"{path}: case study '{study}' has rated sessions in conditions "
+                         f"{conditions}; need exactly its two arms (configure the case study "
+                         "or check the name).")
+    cond = rated["condition"].astype(str)
+    out = pd.Series(pd.NA, index=rated.index, dtype="boolean")
+    out[rows & (cond == control)] = False
+    out[rows & (cond == treatment)] = True
+    for arm in (control, treatment):
+        if int((rows & (cond == arm)).sum()) < 2:
+            raise PulseError(f"{path}: case study '{study}', arm '{arm}' has fewer than 2 rated "
+                             "sessions; the design cannot be estimated from it.")
+    return out
 
 
 def monitoring_settings(cfg, deff: float) -> dict | None:

@@ -13,10 +13,13 @@ from pulse_ml.stats.arm_effect import (
     theoretical_width_ratio,
 )
 from pulse_ml.stats.feature_tests import compare_features, labeled_shift
+from pulse_ml.stats.half_checks import BiasCheck, HalvesAudit, audit_halves
 from pulse_ml.stats.permutation import permutation_pvalue
 from pulse_ml.stats.power import (
+    ArmDesign,
     DesignEffect,
     LabelPlan,
+    arm_design,
     design_effect,
     labels_needed,
     planned_power,
@@ -56,11 +59,14 @@ from pulse_ml.stats.split_half import (
 
 __all__ = [
     "ArmArrays",
+    "ArmDesign",
     "ArmComparison",
     "BatchComparison",
+    "BiasCheck",
     "ConsistencyCheck",
     "DesignEffect",
     "Estimate",
+    "HalvesAudit",
     "LabelPlan",
     "MonitorPlan",
     "MonitorResult",
@@ -69,6 +75,8 @@ __all__ = [
     "PredictionShift",
     "SplitHalfAudit",
     "classical_mean_ci",
+    "arm_design",
+    "audit_halves",
     "compare_arms",
     "compare_batch",
     "compare_features",

@@ -16,9 +16,19 @@ F the t(df) distribution and q its ``1 - alpha/2`` quantile (normal with
   ``lam = clip(rho (sd / sd_f) N / (n + N), 0, 1)`` -- lambda is capped at 1, which binds for
   predictions less spread than calibrated ones (sd_f < rho sd). Calibrated predictions
   (``sd_f = rho sd``, the default) give ``sd^2 / n (1 - rho^2 N / (n + N))``.
+* Users in both arms (sessions randomized, not users): the arms' estimates share users, so the
+  effect's variance is ``v_c + v_t - 2 Cov = 2 v(n) (1 - kappa)`` with ``kappa`` the correlation
+  of the two arms' estimates, ``icc_x sum_g n_gc n_gt / sqrt(n_c n_t deff_c deff_t)`` (icc_x:
+  correlation of one user's ratings across the arms): a user's own level cancels in the
+  difference. ``deff`` and ``m`` are then per arm (a user's labels IN ONE ARM);
+  :func:`arm_design` estimates all three from labeled sessions with their arm. The pooled
+  design effect of :func:`design_effect` (all of a user's labels, no covariance) asked for up to
+  twice the labels needed.
 * Small-sample rules of :func:`pulse_ml.stats.arm_effect.compare_arms` (default): G = n / m
-  labeled users per arm, df ``2 (G - 1)`` naive and ``2 (G - 2)`` with PPI, and the tuned-lambda
-  inflation ``(G - 1) / (G - 3)`` of the PPI variance.
+  labeled users per arm, df ``2 (G - 1)`` naive and ``2 (G - 2)`` with PPI, capped at
+  ``G_union - 2`` (``- 4`` with PPI) when a share ``s`` of the users is in both arms
+  (``G_union = G (2 - s)``), and the tuned-lambda inflation ``(G - 1) / (G - 3)`` of the PPI
+  variance.
 
 ``P(n) = power`` is solved for a real n (brentq; P increases with n) and rounded up.
 Negative rho is refused: PPI++ clips lambda at 0, so such a predictor saves nothing.
@@ -42,7 +52,8 @@ from scipy.stats import t as student_t
 
 from pulse_ml.errors import PulseError
 
-__all__ = ["DesignEffect", "LabelPlan", "design_effect", "labels_needed", "planned_power"]
+__all__ = ["ArmDesign", "DesignEffect", "LabelPlan", "arm_design", "design_effect", "labels_needed",
+           "planned_power"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +69,7 @@ class LabelPlan:
         n_naive_exact: The real-valued solution behind ``n_naive``.
         n_ppi_exact: The real-valued solution behind ``n_ppi``.
         design_effect: The design effect used.
+        arm_correlation: The correlation of the arms' estimates used (users in both arms).
     """
 
     n_naive: int
@@ -67,6 +79,7 @@ class LabelPlan:
     n_naive_exact: float
     n_ppi_exact: float
     design_effect: float = 1.0
+    arm_correlation: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -123,6 +136,84 @@ def design_effect(ratings: ArrayLike, users: ArrayLike) -> DesignEffect:
     return DesignEffect(1.0 + (m_bar - 1.0) * icc, icc, m_bar, g, n)
 
 
+@dataclass(frozen=True)
+class ArmDesign:
+    """Per-arm design effect and the arms' covariance of an A/B test (see :func:`arm_design`).
+
+    Attributes:
+        deff: Per-arm design effect ``1 + (m - 1) icc`` (mean of the two arms).
+        icc: Intra-user correlation of the ratings within an arm (mean of the arms).
+        labels_per_user: Size-weighted labels per user within an arm (mean of the arms).
+        arm_correlation: Correlation ``kappa`` of the two arms' means through shared users.
+        cross_icc: Correlation of one user's ratings across the two arms (clipped to [0, 1]).
+        shared_users: Share of each arm's labeled users who also rate in the other arm.
+        n_users: Users with a rating.
+        n_labels: Ratings.
+    """
+
+    deff: float
+    icc: float
+    labels_per_user: float
+    arm_correlation: float
+    cross_icc: float
+    shared_users: float
+    n_users: int
+    n_labels: int
+
+    @property
+    def effect_deff(self) -> float:
+        """Design effect of the effect (difference of the arms): ``deff (1 - kappa)``."""
+        return self.deff * (1.0 - self.arm_correlation)
+
+
+def arm_design(ratings: ArrayLike, users: ArrayLike, treated: ArrayLike) -> ArmDesign:
+    """Estimate per-arm design effects and the arms' correlation from labeled sessions.
+
+    ``cross_icc = sum_g r_gc r_gt / (s_c s_t sum_g n_gc n_gt)`` with ``r_ga`` a user's sum of
+    centred ratings in arm a (the pairwise moment estimator of the correlation of two ratings
+    of one user in different arms); ``kappa = cross_icc sum_g n_gc n_gt / sqrt(n_c n_t deff_c
+    deff_t)``, clipped to [0, 0.95].
+
+    Args:
+        ratings: Ratings of the labeled sessions, shape (n,).
+        users: User id of each, shape (n,).
+        treated: Arm of each (True / 1 = treatment), shape (n,).
+
+    Returns:
+        The design; ``arm_correlation = 0`` when no user rates in both arms.
+
+    Raises:
+        PulseError: An arm with fewer than 2 users or ratings that do not vary.
+    """
+    y = np.asarray(ratings, dtype=np.float64)
+    codes, uniques = pd.factorize(np.asarray(users))
+    arm = np.asarray(treated).astype(bool)
+    if not (y.shape == codes.shape == arm.shape) or (codes < 0).any():
+        raise PulseError("arm_design: need one non-missing user id and arm per rating")
+    g = len(uniques)
+    per_arm, sums, counts, sds = [], [], [], []
+    for a in (False, True):
+        m = arm == a
+        per_arm.append(design_effect(y[m], codes[m]))
+        sums.append(np.bincount(codes[m], weights=y[m] - y[m].mean(), minlength=g))
+        counts.append(np.bincount(codes[m], minlength=g).astype(float))
+        sds.append(float(np.std(y[m], ddof=1)))
+    pairs = float((counts[0] * counts[1]).sum())
+    cross = 0.0
+    if pairs > 0 and sds[0] * sds[1] > 0:
+        cross = float(np.clip((sums[0] * sums[1]).sum() / (sds[0] * sds[1] * pairs), 0.0, 1.0))
+    n_c, n_t = counts[0].sum(), counts[1].sum()
+    kappa = cross * pairs / math.sqrt(n_c * n_t * per_arm[0].deff * per_arm[1].deff)
+    in_arm = [(c > 0).sum() for c in counts]
+    both = float(((counts[0] > 0) & (counts[1] > 0)).sum())
+    return ArmDesign(
+        deff=float(np.mean([d.deff for d in per_arm])),
+        icc=float(np.mean([d.icc for d in per_arm])),
+        labels_per_user=float(np.mean([d.labels_per_user for d in per_arm])),
+        arm_correlation=float(np.clip(kappa, 0.0, 0.95)), cross_icc=cross,
+        shared_users=both / float(np.mean(in_arm)), n_users=g, n_labels=int(y.size))
+
+
 def _variance(n: float, sd: float, rho: float, sd_f: float, n_unl: int, deff: float) -> float:
     """Per-arm variance of the PPI++ mean at the best lambda in [0, 1] (rho = 0: naive)."""
     if rho == 0 or n_unl == 0:
@@ -144,6 +235,8 @@ def planned_power(
     labels_per_user: float = 1.0,
     sd_pred: float | None = None,
     small_sample: bool = True,
+    arm_correlation: float = 0.0,
+    shared_users: float = 0.0,
 ) -> float:
     """Power of the two-sided test with ``n`` labels per arm (see module docstring).
 
@@ -158,6 +251,10 @@ def planned_power(
         labels_per_user: Labels per user (sets the labeled user count n / m behind the df).
         sd_pred: Standard deviation of the predictions (default: calibrated, ``rho sd``).
         small_sample: Use compare_arms' t quantiles and tuned-lambda inflation.
+        arm_correlation: Correlation ``kappa`` of the arms' estimates through users in both
+            arms (:func:`arm_design`); the effect's variance is ``2 v (1 - kappa)``.
+        shared_users: Share of each arm's labeled users also labeled in the other arm (caps
+            the df at the union of users).
 
     Returns:
         The power in [0, 1].
@@ -165,11 +262,13 @@ def planned_power(
     sd_f = abs(rho) * sd if sd_pred is None else float(sd_pred)
     ppi = rho != 0 and n_unlabeled > 0 and sd_f > 0
     v = _variance(n, sd, rho if ppi else 0.0, sd_f, n_unlabeled, design_effect)
+    v *= 1.0 - arm_correlation
     df = math.inf
     if small_sample:
         users = n / labels_per_user
         lost = 2.0 if ppi else 1.0
-        df = max(2.0 * (users - lost), 1.0)
+        union = users * (2.0 - shared_users)
+        df = max(min(2.0 * (users - lost), union - 2.0 * lost), 1.0)
         if ppi:
             v *= (users - 1.0) / (users - 3.0) if users > 3.5 else math.inf
     if not math.isfinite(v):
@@ -217,6 +316,8 @@ def labels_needed(
     labels_per_user: float = 1.0,
     sd_pred: float | None = None,
     small_sample: bool = True,
+    arm_correlation: float = 0.0,
+    shared_users: float = 0.0,
 ) -> LabelPlan:
     """Labels per arm to detect ``effect`` with the given power, without and with PPI.
 
@@ -233,6 +334,9 @@ def labels_needed(
             smaller one makes the lambda <= 1 cap bind.
         small_sample: Plan for compare_arms' small-sample rules (t quantiles, tuned-lambda
             inflation); ``False`` gives the normal-quantile textbook formula.
+        arm_correlation: Correlation of the arms' estimates through users in both arms, in
+            [0, 1) (:func:`arm_design`; 0 = users nested in arms).
+        shared_users: Share of each arm's labeled users in both arms, in [0, 1] (df only).
 
     Returns:
         The plan; ``n_ppi == n_naive`` when ``rho == 0`` or ``n_unlabeled == 0``.
@@ -257,10 +361,15 @@ def labels_needed(
         problems.append(f"labels_per_user must be >= 1, got {labels_per_user}")
     if sd_pred is not None and not (np.isfinite(sd_pred) and sd_pred > 0):
         problems.append(f"sd_pred must be > 0, got {sd_pred}")
+    if not (np.isfinite(arm_correlation) and 0.0 <= arm_correlation < 1.0):
+        problems.append(f"arm_correlation must be in [0, 1), got {arm_correlation}")
+    if not (np.isfinite(shared_users) and 0.0 <= shared_users <= 1.0):
+        problems.append(f"shared_users must be in [0, 1], got {shared_users}")
     if problems:
         raise PulseError("labels_needed: " + "; ".join(problems))
     kw = {"effect": effect, "sd": sd, "alpha": alpha, "design_effect": design_effect,
-          "labels_per_user": labels_per_user, "sd_pred": sd_pred, "small_sample": small_sample}
+          "labels_per_user": labels_per_user, "sd_pred": sd_pred, "small_sample": small_sample,
+          "arm_correlation": arm_correlation, "shared_users": shared_users}
     # a variance needs two labels; small-sample rules need 2 users (naive), 4 (tuned lambda)
     floor_naive = max(2.0, 2.0 * labels_per_user) if small_sample else 1e-9
     floor_ppi = max(2.0, 4.0 * labels_per_user) if small_sample else 1e-9
@@ -279,4 +388,5 @@ def labels_needed(
         n_naive_exact=n_naive,
         n_ppi_exact=n_ppi,
         design_effect=float(design_effect),
+        arm_correlation=float(arm_correlation),
     )
