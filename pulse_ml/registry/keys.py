@@ -57,6 +57,16 @@ PROMOTION_RULE = "promotion_rule"
 CANDIDATE = "promotion_candidate"
 VS_VERSION = "vs_champion_version"
 PAIRED_PREFIX = "vs_champion_"  # + delta_mse, mse_ci_lower, ..., delta_r, r_ci_upper
+# Selection-free evaluation (training/nested.py): each fold predicted by the trial best on the
+# other folds. The paired comparison with the champion uses these predictions, never the best
+# trial's own (chosen on those very folds: optimistic).
+SELECTION_FREE_OOF = "selection_free_oof.csv"  # artifact of a family run
+SELECTION_FREE_PREFIX = "selection_free_"      # + cv_mse, cv_mae, cv_pearson, cv_spearman, ...
+SELECTION_FREE_REFITS = "selection_free_refit_folds"  # folds predicted by another trial
+SELECTION_FREE_TRIALS = "selection_free_fold_trials"  # tag: the trial chosen per fold
+PAIRED_EVALUATION = "vs_champion_evaluation"  # tag: <new side> vs <champion side>, below
+EVAL_SELECTION_FREE = "selection_free"
+EVAL_BEST_TRIAL = "best_trial"  # a champion trained before: its best trial's OOF (optimistic)
 
 # Runs that use a model (infer, audit, monitor).
 MODEL_NAME = "model_name"
