@@ -1,10 +1,11 @@
 """The paired comparison with the champion on selection-free out-of-fold predictions.
 
 The new model's side is always its selection-free table (``training/nested.py``: each fold
-predicted by the trial best on the other folds). The champion's side is its run's
-selection-free table too, so both were judged without the folds that chose them; a champion
-trained before that table existed gives its best trial's out-of-fold table, which is optimistic
-for the champion: the comparison then leans towards keeping it (the reason says so).
+predicted by the trial best on the other folds), the choice redone in every bootstrap resample.
+The champion's side is its run's selection-free table too, so both were judged without the
+folds that chose them; a champion trained before that table existed gives its best trial's
+out-of-fold table, which is optimistic for the champion: the comparison then leans towards
+keeping it (the reason says so).
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def log_selection_free(free: SelectionFree | None, labeled: pd.DataFrame) -> Non
         with_users(free.oof, labeled).to_csv(path, index=False)
         mlflow.log_artifact(path)
     log_metrics({**{keys.SELECTION_FREE_PREFIX + k: v for k, v in free.metrics.as_dict().items()},
-                 keys.SELECTION_FREE_REFITS: free.refit_folds})
+                 keys.SELECTION_FREE_CANDIDATES: free.n_candidates})
     mlflow.set_tag(keys.SELECTION_FREE_TRIALS, ",".join(map(str, free.fold_trials)))
 
 
@@ -70,7 +71,7 @@ def paired_with_champion(free: SelectionFree | None, labeled: pd.DataFrame, fing
     None when there is no champion, it was trained on other sessions or other folds, or its
     out-of-fold table is missing.
     """
-    from pulse_ml.training.paired import compare_oof
+    from pulse_ml.training.nested import compare_selected
 
     if free is None or champion is None or not champion.run_id or not champion.comparable(
             fingerprint, label_fingerprint):
@@ -82,7 +83,7 @@ def paired_with_champion(free: SelectionFree | None, labeled: pd.DataFrame, fing
         return None, None
     users = pd.Series(labeled["user_id"].astype(str).to_numpy(),
                       index=labeled["session_id"].astype(str))
-    return (compare_oof(free.oof, ref, users, settings),
+    return (compare_selected(free, ref, users, settings),
             f"{keys.EVAL_SELECTION_FREE} vs {kind}")
 
 

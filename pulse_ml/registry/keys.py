@@ -62,7 +62,7 @@ PAIRED_PREFIX = "vs_champion_"  # + delta_mse, mse_ci_lower, ..., delta_r, r_ci_
 # trial's own (chosen on those very folds: optimistic).
 SELECTION_FREE_OOF = "selection_free_oof.csv"  # artifact of a family run
 SELECTION_FREE_PREFIX = "selection_free_"      # + cv_mse, cv_mae, cv_pearson, cv_spearman, ...
-SELECTION_FREE_REFITS = "selection_free_refit_folds"  # folds predicted by another trial
+SELECTION_FREE_CANDIDATES = "selection_free_candidates"  # trials the folds were chosen among
 SELECTION_FREE_TRIALS = "selection_free_fold_trials"  # tag: the trial chosen per fold
 PAIRED_EVALUATION = "vs_champion_evaluation"  # tag: <new side> vs <champion side>, below
 EVAL_SELECTION_FREE = "selection_free"

@@ -124,8 +124,8 @@ def tune_family(table: SessionTable, spec: ModelSpec, tuning: TuningSettings,
     """Tune ``spec`` on the labeled sessions of ``table`` and refit the best trial.
 
     Each fold is also predicted by the trial best on the other folds
-    (``FamilyFit.selection_free``, :mod:`pulse_ml.training.nested`): at most one extra fit per
-    fold, only where that trial is not the best one.
+    (``FamilyFit.selection_free``, :mod:`pulse_ml.training.nested`), from the trials' stored
+    out-of-fold predictions: no extra fit.
 
     Args:
         table: Validated session table.
@@ -171,8 +171,7 @@ def tune_family(table: SessionTable, spec: ModelSpec, tuning: TuningSettings,
         ensemble = fit_crossfit(lambda: build_pipeline(spec, features, best.params),
                                 labeled, y, folds, features, spec.name)
     metrics = cv_metrics(y, ensemble.oof["prediction"].to_numpy(), folds)
-    free = selection_free(labeled, y, folds, spec, features, complete, best, ensemble.oof,
-                          tuning.objective)
+    free = selection_free(labeled, y, folds, complete, best, ensemble.oof, tuning.objective)
     seconds = time.perf_counter() - start
     history, importances = study_report(study, first, tuning.tpe_seed, invocation)
     return FamilyFit(

@@ -12,13 +12,15 @@ from urllib.parse import unquote, urlparse
 
 import mlflow
 import numpy as np
+import optuna
 import pandas as pd
 import pytest
 
 from pulse_ml.config import compose
 from pulse_ml.jobs import train
 from pulse_ml.registry import keys
-from pulse_ml.training.paired import compare_oof
+from pulse_ml.training.nested import PREDICTIONS_ATTR, unpack_predictions
+from pulse_ml.training.storage import open_storage
 
 FAST = ["progress=false"]
 
@@ -47,25 +49,31 @@ def test_the_paired_comparison_uses_selection_free_tables_and_promotes_a_better_
         run.data.metrics["selection_free_cv_mse"], abs=1e-6)
 
     new = _artifact(better.run_id, keys.SELECTION_FREE_OOF, tmp_path / "new")
-    ref = _artifact(champ.run_id, keys.SELECTION_FREE_OOF, tmp_path / "ref")
-    again = compare_oof(new, ref, settings=train.promotion_settings(
-        compose("train", [])).paired)
-    assert again.delta_mse == pytest.approx(better.paired.delta_mse, abs=1e-12)
-    assert again.mse_ci_upper == pytest.approx(better.paired.mse_ci_upper, abs=1e-12)
+    ref = _artifact(champ.run_id, keys.SELECTION_FREE_OOF, tmp_path / "ref").set_index(
+        "session_id").loc[new["session_id"]]
+    mse = float(np.mean((new["prediction"] - new["rating"]) ** 2))
+    assert mse == pytest.approx(run.data.metrics["selection_free_cv_mse"], abs=1e-9)
+    assert better.paired.delta_mse == pytest.approx(
+        mse - float(np.mean((ref["prediction"].to_numpy() - new["rating"].to_numpy()) ** 2)),
+        abs=1e-9)
 
-    # each fold was predicted by the trial best on the other folds; folds of the best trial are
-    # the ensemble's own predictions, the others were refit (one fit each)
+    # each fold is predicted by the trial best on the other folds, from that trial's stored
+    # out-of-fold predictions (the study's journal): no refit
     chosen = [int(t) for t in run.data.tags[keys.SELECTION_FREE_TRIALS].split(",")]
     best = int(run.data.metrics["best_trial"])
-    assert len(chosen) == 5 and best in chosen
-    assert run.data.metrics[keys.SELECTION_FREE_REFITS] == sum(t != best for t in chosen)
-    oof = _artifact(better.run_id, "oof_predictions.csv", tmp_path / "oof").set_index(
-        "session_id")
+    study = optuna.load_study(study_name=run.data.tags[keys.STUDY_NAME],
+                              storage=open_storage(run.data.tags[keys.STUDY_STORAGE]))
+    complete = {t.number: t for t in study.trials if t.state.name == "COMPLETE"}
+    assert run.data.metrics[keys.SELECTION_FREE_CANDIDATES] == len(complete) >= 2
+    oof = _artifact(better.run_id, "oof_predictions.csv", tmp_path / "oof")
+    assert len(chosen) == 5 and best in complete
     for fold, trial in enumerate(chosen):
-        rows = new[new["fold"] == fold]
-        assert set(rows["trial"]) == {trial}
+        rows = new["fold"].to_numpy() == fold
+        assert set(new.loc[rows, "trial"]) == {trial}
+        stored = unpack_predictions(complete[trial].user_attrs[PREDICTIONS_ATTR], len(new))
+        assert np.allclose(new.loc[rows, "prediction"], stored[rows], atol=1e-5)
         if trial == best:
-            assert np.allclose(rows["prediction"], oof.loc[rows["session_id"], "prediction"])
+            assert np.allclose(new.loc[rows, "prediction"], oof.loc[rows, "prediction"])
 
 
 def test_a_champion_without_a_selection_free_table_is_compared_on_its_own_with_a_note(
