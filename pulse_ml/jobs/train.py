@@ -9,8 +9,9 @@ in experiment ``pulse-train``; the best trial's 5 fold models become one cross-f
 logged (named after the family) with its out-of-fold predictions.
 
 Promotion (``promotion.rule``): the new model is compared with the ``champion`` on the same
-sessions — the difference in out-of-fold MSE and r with a 95% interval from a bootstrap over
-users. ``significant`` (default) promotes only when that interval excludes 0 in the new
+sessions — the difference in selection-free out-of-fold MSE and r (each fold predicted by the
+trial best on the other folds) with a 95% interval from a bootstrap over users that chooses
+those trials again. ``significant`` (default) promotes only when that interval excludes 0 in the new
 model's favour; ``better`` on any strict improvement; ``manual`` never. A version of
 ``pulse-satisfaction`` is registered for promotion candidates only (``register=candidates``;
 ``always`` / ``never``). The summary also says how much narrower this predictor would make the

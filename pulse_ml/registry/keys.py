@@ -107,6 +107,6 @@ REGISTERED_MODEL_DESCRIPTION = (
     "of its training sessions as an artifact (honest PPI uses them for labeled sessions). The "
     "alias `champion` marks the version `pulse-ml infer` uses; it moves when a new version "
     "passes the promotion rule (tag promotion_rule; default `significant`: the 95% user-"
-    "bootstrap interval of the paired out-of-fold MSE difference new - champion lies below 0) "
-    "or by hand with `pulse-ml promote version=N`. Versions are registered for promotion "
-    "candidates only (register=candidates) unless register=always.")
+    "bootstrap interval of the paired selection-free out-of-fold MSE difference new - champion "
+    "lies below 0) or by hand with `pulse-ml promote version=N`. Versions are registered for "
+    "promotion candidates only (register=candidates) unless register=always.")
