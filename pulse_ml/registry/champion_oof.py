@@ -83,8 +83,10 @@ def paired_with_champion(free: SelectionFree | None, labeled: pd.DataFrame, fing
         return None, None
     users = pd.Series(labeled["user_id"].astype(str).to_numpy(),
                       index=labeled["session_id"].astype(str))
-    return (compare_selected(free, ref, users, settings),
-            f"{keys.EVAL_SELECTION_FREE} vs {kind}")
+    new = keys.EVAL_SELECTION_FREE
+    if free.n_candidates < free.n_trials:  # older trials of a resumed study kept no predictions
+        new += f" ({free.n_candidates} of {free.n_trials} trials)"
+    return compare_selected(free, ref, users, settings), f"{new} vs {kind}"
 
 
 def with_evaluation_note(decision, evaluation: str | None):

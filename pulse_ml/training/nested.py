@@ -82,6 +82,8 @@ class SelectionFree:
         trial_numbers: The candidates' trial numbers.
         folds: Fold per session.
         maximize: Chosen on Pearson r (``cv_pearson``) rather than the MSE.
+        n_trials: Completed trials of the study (more than the candidates when older trials
+            kept no predictions: the choice among the candidates is then incomplete).
     """
 
     oof: pd.DataFrame
@@ -91,6 +93,7 @@ class SelectionFree:
     trial_numbers: tuple[int, ...]
     folds: np.ndarray
     maximize: bool = False
+    n_trials: int = 0
 
     @property
     def n_candidates(self) -> int:
@@ -145,7 +148,7 @@ def selection_free(labeled: pd.DataFrame, y: np.ndarray, folds: np.ndarray, tria
     return SelectionFree(oof=oof, metrics=cv_metrics(y, pred, folds),
                          fold_trials=tuple(int(v) for v in trial_of), trial_preds=P,
                          trial_numbers=tuple(numbers), folds=np.asarray(folds),
-                         maximize=maximize)
+                         maximize=maximize, n_trials=len(trials))
 
 
 def compare_selected(free: SelectionFree, ref: pd.DataFrame,
