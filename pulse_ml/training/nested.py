@@ -41,7 +41,6 @@ from pulse_ml.stats.paired import PairedComparison
 from pulse_ml.training.metrics import CVMetrics, cv_metrics
 from pulse_ml.training.paired import PairedSettings
 
-FOLD_SCORE = {"cv_mse": "fold_mse", "cv_pearson": "fold_pearson"}  # trial attr per objective
 PREDICTIONS_ATTR = "oof"  # trial attribute: the trial's OOF predictions (pack_predictions)
 
 
