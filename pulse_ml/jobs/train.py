@@ -9,8 +9,9 @@ in experiment ``pulse-train``; the best trial's 5 fold models become one cross-f
 logged (named after the family) with its out-of-fold predictions.
 
 Promotion (``promotion.rule``): the new model is compared with the ``champion`` on the same
-sessions — the difference in out-of-fold MSE and r with a 95% interval from a bootstrap over
-users. ``significant`` (default) promotes only when that interval excludes 0 in the new
+sessions — the difference in selection-free out-of-fold MSE and r (each fold predicted by the
+trial best on the other folds) with a 95% interval from a bootstrap over users that chooses
+those trials again. ``significant`` (default) promotes only when that interval excludes 0 in the new
 model's favour; ``better`` on any strict improvement; ``manual`` never. A version of
 ``pulse-satisfaction`` is registered for promotion candidates only (``register=candidates``;
 ``always`` / ``never``). The summary also says how much narrower this predictor would make the
@@ -246,25 +247,6 @@ def _study_files(fit: FamilyFit, objective: str, folder: Path) -> list[Path]:
     return files
 
 
-def _paired_with_champion(fit: FamilyFit, champion, settings: PairedSettings, group_by: str):
-    """The paired comparison new vs champion (None: no champion, other data or folds, no OOF)."""
-    from pulse_ml.registry import runs
-    from pulse_ml.training.family import label_fingerprint
-    from pulse_ml.training.paired import compare_oof
-
-    if champion is None or not champion.run_id or not champion.comparable(
-            fit.fingerprint, label_fingerprint(fit.labeled)):
-        return None
-    if champion.same_folds(group_by) is False:  # leaky folds on one side: no pairing
-        return None
-    ref = runs.run_oof(champion.run_id)
-    if ref is None:
-        return None
-    users = pd.Series(fit.labeled["user_id"].astype(str).to_numpy(),
-                      index=fit.labeled["session_id"].astype(str))
-    return compare_oof(fit.ensemble.oof, ref, users, settings)
-
-
 def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> TrainResult:
     """Tune one family, log it to ``pulse-train``, compare with the champion, register, promote.
 
@@ -273,7 +255,7 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
         spec: The model family.
         job: Typed train settings (tuning, register mode, promotion rule, CI-reduction ratio).
     """
-    from pulse_ml.registry import keys, models, promotion, runs
+    from pulse_ml.registry import champion_oof, keys, models, promotion, runs
     from pulse_ml.registry import store as tracking
     from pulse_ml.training.family import fingerprint, label_fingerprint, training_data
     from pulse_ml.training.paired import with_users
@@ -300,19 +282,23 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
         fit = tune_family(table, spec, tuning, progress=job.progress, on_trial=logger,
                           invocation=run_id)
         logger.mark_best(fit.best_number)
-        values = fit.metrics.as_dict()
-        red = float(expected_ci_reduction_at_ratio(fit.metrics.pearson, n_unl / max(n_lab, 1)))
-        red_ref = float(expected_ci_reduction_at_ratio(fit.metrics.pearson, job.ci_ratio))
+        values, free = fit.metrics.as_dict(), fit.selection_free
+        r = (free.metrics if free else fit.metrics).pearson  # not the best trial's (optimistic)
+        red = float(expected_ci_reduction_at_ratio(r, n_unl / max(n_lab, 1)))
+        red_ref = float(expected_ci_reduction_at_ratio(r, job.ci_ratio))
         with tempfile.TemporaryDirectory() as tmp:
             files = _study_files(fit, objective, Path(tmp) / "study")
             _log_fit(fit, tuning, job.config_yaml, with_users(fit.ensemble.oof, fit.labeled),
                      files, {keys.N_LABELED: n_lab, keys.N_UNLABELED: n_unl,
                              keys.EXPECTED_CI_REDUCTION: 100 * red,
                              keys.EXPECTED_CI_REDUCTION_REF: 100 * red_ref})
+            champion_oof.log_selection_free(free, fit.labeled)
         champion = promotion.current_champion()
-        paired = _paired_with_champion(fit, champion, job.promotion.paired, group_by)
-        decision = promotion.decide(job.promotion.rule, objective, values[objective], fp,
-                                    champion, paired, label_fp, group_by)
+        paired, evaluation = champion_oof.paired_with_champion(
+            free, fit.labeled, fp, label_fp, champion, job.promotion.paired, group_by)
+        decision = champion_oof.with_evaluation_note(promotion.decide(
+            job.promotion.rule, objective, values[objective], fp, champion, paired, label_fp,
+            group_by), evaluation)
         logged = models.log_model(fit.ensemble, fit.labeled, metrics=values,
                                   params=fit.best_params)
         register = job.register == "always" or (job.register == "candidates"
@@ -326,7 +312,8 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
             paired=paired, champion_version=decision.champion_version, n_labeled=n_lab,
             n_unlabeled=n_unl, ci_reduction=red, ci_reduction_ref=red_ref,
             ci_ratio_ref=job.ci_ratio, study_name=tuning.study_name or "",
-            storage=tuning.storage, run_url=runs.run_link(run_id), objective=objective)
+            storage=tuning.storage, run_url=runs.run_link(run_id), objective=objective,
+            selection_free=free.metrics if free else None)
         version_tags = {
             keys.FAMILY: spec.name, keys.FEATURE_SET: fit.features.name,
             keys.DATA_FINGERPRINT: fp, keys.LABEL_FINGERPRINT: label_fp,
@@ -336,7 +323,10 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
             keys.EXPECTED_CI_REDUCTION: f"{100 * red:.2f}",
             keys.EXPECTED_CI_REDUCTION_REF: f"{100 * red_ref:.2f}",
             "ci_reduction_unlabeled_ratio": f"{job.ci_ratio:g}",
-            **{k: f"{v:.6f}" for k, v in values.items()}}
+            **{k: f"{v:.6f}" for k, v in values.items()},
+            **({keys.SELECTION_FREE_PREFIX + k: f"{v:.6f}" for k, v in
+                free.metrics.as_dict().items()} if free else {}),
+            **({keys.PAIRED_EVALUATION: evaluation} if evaluation else {})}
         if register:
             version = models.register_version(logged, version_tags)
             outcome = promotion.apply_decision(version, decision, job.promotion.auto)
@@ -354,6 +344,7 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
         if version:
             models.describe_version(version, text_)
         runs.set_tags({**decision.tags(), keys.REGISTERED_VERSION: version or "",
+                       **({keys.PAIRED_EVALUATION: evaluation} if evaluation else {}),
                        keys.PROMOTION: "promoted" if promoted else "kept",
                        keys.PROMOTION_REASON: reason[:5000], keys.NOTE: text_,
                        keys.MODEL_ID: logged.model_id})

@@ -57,6 +57,16 @@ PROMOTION_RULE = "promotion_rule"
 CANDIDATE = "promotion_candidate"
 VS_VERSION = "vs_champion_version"
 PAIRED_PREFIX = "vs_champion_"  # + delta_mse, mse_ci_lower, ..., delta_r, r_ci_upper
+# Selection-free evaluation (training/nested.py): each fold predicted by the trial best on the
+# other folds. The paired comparison with the champion uses these predictions, never the best
+# trial's own (chosen on those very folds: optimistic).
+SELECTION_FREE_OOF = "selection_free_oof.csv"  # artifact of a family run
+SELECTION_FREE_PREFIX = "selection_free_"      # + cv_mse, cv_mae, cv_pearson, cv_spearman, ...
+SELECTION_FREE_CANDIDATES = "selection_free_candidates"  # trials the folds were chosen among
+SELECTION_FREE_TRIALS = "selection_free_fold_trials"  # tag: the trial chosen per fold
+PAIRED_EVALUATION = "vs_champion_evaluation"  # tag: <new side> vs <champion side>, below
+EVAL_SELECTION_FREE = "selection_free"
+EVAL_BEST_TRIAL = "best_trial"  # a champion trained before: its best trial's OOF (optimistic)
 
 # Runs that use a model (infer, audit, monitor).
 MODEL_NAME = "model_name"
@@ -97,6 +107,6 @@ REGISTERED_MODEL_DESCRIPTION = (
     "of its training sessions as an artifact (honest PPI uses them for labeled sessions). The "
     "alias `champion` marks the version `pulse-ml infer` uses; it moves when a new version "
     "passes the promotion rule (tag promotion_rule; default `significant`: the 95% user-"
-    "bootstrap interval of the paired out-of-fold MSE difference new - champion lies below 0) "
-    "or by hand with `pulse-ml promote version=N`. Versions are registered for promotion "
-    "candidates only (register=candidates) unless register=always.")
+    "bootstrap interval of the paired selection-free out-of-fold MSE difference new - champion "
+    "lies below 0) or by hand with `pulse-ml promote version=N`. Versions are registered for "
+    "promotion candidates only (register=candidates) unless register=always.")

@@ -5,7 +5,8 @@ Rules (``promotion.rule``):
 - ``significant`` (default): the new version becomes champion only if it is better than the
   champion beyond the noise of the data — for objective ``cv_mse`` the 95% user-bootstrap
   interval of the paired out-of-fold MSE difference (new - champion, same sessions) lies below
-  0; for ``cv_pearson`` the interval of the difference in r lies above 0.
+  0; for ``cv_pearson`` the interval of the difference in r lies above 0. The train job pairs
+  selection-free predictions (``registry/champion_oof.py``), never the best trial's own.
 - ``better``: any strict improvement of the objective on the same data (the old rule).
 - ``manual``: never automatically; ``pulse-ml promote version=N``.
 

@@ -22,6 +22,7 @@ from pulse_ml.sessions.fingerprint import data_fingerprint
 from pulse_ml.sessions.table import SessionTable
 from pulse_ml.training.folds import make_folds
 from pulse_ml.training.metrics import CVMetrics, cv_metrics
+from pulse_ml.training.nested import SelectionFree, selection_free
 from pulse_ml.training.tuning import (
     CVObjective,
     TuningSettings,
@@ -53,6 +54,8 @@ class FamilyFit:
         seconds: Wall time of tuning and refit.
         history: One row per trial of the study (:func:`~pulse_ml.training.tuning.study_report`).
         importances: Parameter importances of the study (fANOVA; empty when not computable).
+        selection_free: Out-of-fold predictions with each fold predicted by the trial best on
+            the other folds (:mod:`pulse_ml.training.nested`): what the champion is compared on.
     """
 
     family: str
@@ -72,6 +75,7 @@ class FamilyFit:
     seconds: float
     history: pd.DataFrame | None = None
     importances: dict | None = None
+    selection_free: SelectionFree | None = None
 
 
 def training_data(table: SessionTable) -> tuple[pd.DataFrame, np.ndarray]:
@@ -119,6 +123,10 @@ def tune_family(table: SessionTable, spec: ModelSpec, tuning: TuningSettings,
                 invocation: str | None = None) -> FamilyFit:
     """Tune ``spec`` on the labeled sessions of ``table`` and refit the best trial.
 
+    Each fold is also predicted by the trial best on the other folds
+    (``FamilyFit.selection_free``, :mod:`pulse_ml.training.nested`), from the trials' stored
+    out-of-fold predictions: no extra fit.
+
     Args:
         table: Validated session table.
         spec: Model family.
@@ -163,6 +171,7 @@ def tune_family(table: SessionTable, spec: ModelSpec, tuning: TuningSettings,
         ensemble = fit_crossfit(lambda: build_pipeline(spec, features, best.params),
                                 labeled, y, folds, features, spec.name)
     metrics = cv_metrics(y, ensemble.oof["prediction"].to_numpy(), folds)
+    free = selection_free(labeled, y, folds, complete, best, ensemble.oof, tuning.objective)
     seconds = time.perf_counter() - start
     history, importances = study_report(study, first, tuning.tpe_seed, invocation)
     return FamilyFit(
@@ -170,4 +179,4 @@ def tune_family(table: SessionTable, spec: ModelSpec, tuning: TuningSettings,
         fingerprint=fp, study_name=name, trials=new_trials, n_trials_total=len(study.trials),
         n_complete=len(complete), best_params=dict(best.params), best_number=best.number,
         ensemble=ensemble, metrics=metrics, seconds=seconds,
-        history=history, importances=importances)
+        history=history, importances=importances, selection_free=free)

@@ -47,6 +47,7 @@ class TrainResult:
     storage: str | None = None
     run_url: str = ""
     objective: str = "cv_mse"
+    selection_free: CVMetrics | None = None  # each fold by the trial best on the other folds
 
 
 def describe(result: TrainResult, fit: FamilyFit, data_name: str, tuning: TuningSettings,
@@ -66,6 +67,8 @@ def describe(result: TrainResult, fit: FamilyFit, data_name: str, tuning: Tuning
         f"- Out-of-fold: MSE {m.mse:.4f} ± {np.std(m.fold_mse):.4f}, MAE {m.mae:.4f}, "
         f"r {m.pearson:.4f} ± {np.std(m.fold_pearson):.4f} (± = sd over folds).",
     ]
+    if result.selection_free is not None:
+        lines.append(f"- {_selection_free_sentence(result.selection_free, m)}.")
     if result.paired is not None:
         p = result.paired
         lines.append(f"- vs champion v{result.champion_version} on the same sessions: ΔMSE "
@@ -81,6 +84,17 @@ def describe(result: TrainResult, fit: FamilyFit, data_name: str, tuning: Tuning
         f"- Registered: {registered}.",
     ]
     return "\n".join(lines)
+
+
+def _selection_free_sentence(free: CVMetrics, best: CVMetrics) -> str:
+    """The selection-free out-of-fold metrics beside the best trial's (which chose them)."""
+    same = free.mse == best.mse and free.pearson == best.pearson
+    return (f"selection-free out-of-fold (each fold by the trial best on the other folds; the "
+            f"champion comparison uses these): MSE {free.mse:.4f}, MAE {free.mae:.4f}, r "
+            f"{free.pearson:.4f} " + ("(every fold chose the best trial)" if same else
+                                      f"(the best trial's own {best.mse:.4f}, {best.mae:.4f}, "
+                                      f"{best.pearson:.4f} were chosen on these folds: "
+                                      "optimistic)"))
 
 
 def summary(result: TrainResult, model_name: str, version_url: str | None = None,
@@ -103,6 +117,8 @@ def summary(result: TrainResult, model_name: str, version_url: str | None = None
     params = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                        for k, v in result.best_params.items())
     lines = [text_table(row), "", f"best params: {params or '(none: no search space)'}"]
+    if result.selection_free is not None:
+        lines.append(_selection_free_sentence(result.selection_free, m))
     if result.paired is not None:  # the difference the decision used first (the objective)
         p, versus = result.paired, f"champion v{result.champion_version}"
         other = (f"ΔMSE = {p.delta_mse:+.4f} [{p.mse_ci_lower:+.4f}, {p.mse_ci_upper:+.4f}]"

@@ -20,6 +20,7 @@ from pulse_ml.models.preprocess import feature_frame
 from pulse_ml.sessions.feature_sets import FeatureSet
 from pulse_ml.training.folds import make_folds  # noqa: F401 - re-exported
 from pulse_ml.training.metrics import cv_metrics, pearson
+from pulse_ml.training.nested import PREDICTIONS_ATTR, pack_predictions
 
 OBJECTIVES = {"cv_mse": "minimize", "cv_pearson": "maximize"}
 
@@ -110,6 +111,7 @@ class CVObjective:
         trial.set_user_attr("fold_mse", list(metrics.fold_mse))
         trial.set_user_attr("fold_mae", list(metrics.fold_mae))
         trial.set_user_attr("fold_pearson", list(metrics.fold_pearson))
+        trial.set_user_attr(PREDICTIONS_ATTR, pack_predictions(oof))  # training/nested.py
         return metrics.mse if self.objective == "cv_mse" else metrics.pearson
 
 
