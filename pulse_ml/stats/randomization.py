@@ -47,18 +47,19 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from pulse_ml.errors import PulseError
 from pulse_ml.stats import cluster_moments as cm
 from pulse_ml.stats import effect_engine as engine
-from pulse_ml.stats.arm_effect import cluster_codes
-from pulse_ml.stats.ppi import as_vector, z_two_sided
-from pulse_ml.stats.randomization_design import assignment_products, unit_design
+from pulse_ml.stats.ppi import z_two_sided
+from pulse_ml.stats.randomization_design import Prepared, prepare
 
 __all__ = [
     "STATISTICS",
+    "Prepared",
     "RandomizationEstimate",
     "RandomizationResult",
     "kish_effective_units",
+    "prepare",
+    "pvalues_batch",
     "randomization_inference",
 ]
 
@@ -142,31 +143,68 @@ def _statistics(res: engine.EngineResult, studentized: bool) -> NDArray[np.float
     return stats
 
 
-class _Evaluator:
-    """Statistics of every assignment at hypothesized effects (one engine pass per batch)."""
+def _solve(flat: NDArray[np.float64], clustered: bool, alpha: float) -> engine.EngineResult:
+    return engine.solve(cm.Moments.unflat(flat), weighted=False, small_sample=True,
+                        lam_mode="joint", clustered=clustered, alpha=alpha)
 
-    def __init__(self, design, products, clustered: bool, alpha: float, studentized: bool):
-        self.design, self.products = design, products
-        self.clustered, self.alpha, self.studentized = clustered, alpha, studentized
-        self.r = products.shape[0] - 1
-        self.m = int(np.floor(alpha * (self.r + 1) - 1 + 1e-9))  # rejections allowed
+
+def _pvalues_and_margins(stats: NDArray[np.float64], alpha: float
+                         ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """From statistics (k, R + 1, 2), observed first: p-values and margins |T_obs| - crit.
+
+    ``p = (1 + #{|T_r| >= |T_obs|}) / (R + 1)``; p <= alpha iff at most ``m = floor(alpha (R +
+    1)) - 1`` permuted statistics reach the observed one, i.e. iff the observed statistic
+    exceeds the (m+1)-th largest permuted one (``crit``).
+    """
+    r = stats.shape[1] - 1
+    obs, perm = stats[:, :1, :], stats[:, 1:, :]
+    extreme = (perm >= obs * (1 - 1e-9) - 1e-12).sum(axis=1)
+    p = (1.0 + extreme) / (r + 1.0)
+    m = int(np.floor(alpha * (r + 1) - 1 + 1e-9))
+    if m < 0:
+        crit = np.full(p.shape, np.inf)
+    else:
+        crit = -np.partition(-perm, m, axis=1)[:, m, :]
+    return p, obs[:, 0, :] - crit
+
+
+class _Evaluator:
+    """P-values and margins of one prepared case study at hypothesized effects."""
+
+    def __init__(self, prep: Prepared, alpha: float, studentized: bool):
+        self.prep, self.alpha, self.studentized = prep, alpha, studentized
 
     def __call__(self, taus: NDArray[np.float64]) -> tuple[NDArray[np.float64], ...]:
-        """``(p, g, stats)`` at each tau: p-values (k, 2), margins |T_obs| - critical (k, 2)."""
-        flat = self.design.flat_moments(self.products, taus)
+        """``(p, margin)`` at each tau, each of shape (k, 2) (naive, augmented)."""
+        flat = self.prep.design.flat_moments(self.prep.products, taus)
         k, rows = flat.shape[:2]
-        res = engine.solve(cm.Moments.unflat(flat.reshape(k * rows, -1)), weighted=False,
-                           small_sample=True, lam_mode="joint", clustered=self.clustered,
-                           alpha=self.alpha)
+        res = _solve(flat.reshape(k * rows, -1), self.prep.clustered, self.alpha)
         stats = _statistics(res, self.studentized).reshape(k, rows, 2)
-        obs, perm = stats[:, :1, :], stats[:, 1:, :]
-        extreme = (perm >= obs * (1 - 1e-9) - 1e-12).sum(axis=1)
-        p = (1.0 + extreme) / (self.r + 1.0)
-        if self.m < 0:
-            crit = np.full(obs.shape[::2], np.inf)
-        else:  # the (m+1)-th largest permuted statistic: reject iff |T_obs| > crit
-            crit = -np.partition(-perm, self.m, axis=1)[:, self.m, :]
-        return p, obs[:, 0, :] - crit, stats
+        return _pvalues_and_margins(stats, self.alpha)
+
+
+def pvalues_batch(preps: list[Prepared], taus: ArrayLike, alpha: float = 0.05,
+                  statistic: str = "studentized") -> NDArray[np.float64]:
+    """Randomization p-values of H0(tau_d) for many prepared case studies in one engine pass.
+
+    Meant for simulations (coverage = share of data sets whose true effect is not rejected).
+
+    Args:
+        preps: Prepared case studies (:func:`prepare`), all with the same number of
+            assignments R and the same unit kind.
+        taus: One hypothesized constant effect per case study, shape (D,).
+        alpha: Error level (enters the engine's choice of lambda share).
+        statistic: ``"studentized"`` or ``"effect"``.
+
+    Returns:
+        P-values, shape (D, 2) (naive, augmented).
+    """
+    taus = np.asarray(taus, float)
+    flats = [p.design.flat_moments(p.products, taus[i : i + 1])[0] for i, p in enumerate(preps)]
+    rows = flats[0].shape[0]
+    res = _solve(np.concatenate(flats), preps[0].clustered, alpha)
+    stats = _statistics(res, statistic == "studentized").reshape(len(preps), rows, 2)
+    return _pvalues_and_margins(stats, alpha)[0]
 
 
 def _search(evaluate: _Evaluator, est: NDArray[np.float64], scale: NDArray[np.float64],
@@ -183,19 +221,20 @@ def _search(evaluate: _Evaluator, est: NDArray[np.float64], scale: NDArray[np.fl
     a, b = np.zeros(4), np.full(4, np.inf)
     ga, gb = np.full(4, np.nan), np.full(4, np.nan)
     last = np.zeros(4)  # +1: b moved last, -1: a moved last
+    unbounded = np.zeros(4, bool)
     tol = _TOL * np.array([scale[e] for e, _ in ends])
     d = np.array([start[e] for e, _ in ends])
     p_zero = None
     for _ in range(_MAX_STEPS):
-        active = np.flatnonzero(b - a > tol)
+        active = np.flatnonzero(~unbounded & ((b - a) > tol))
         if not active.size:
             break
         taus = np.array([est[ends[i][0]] + ends[i][1] * d[i] for i in active])
         if p_zero is None:  # the p-value of no effect rides along with the first batch
-            p, margin, _ = evaluate(np.r_[taus, 0.0])
+            p, margin = evaluate(np.r_[taus, 0.0])
             p_zero, margin = p[-1], margin[:-1]
         else:
-            _, margin, _ = evaluate(taus)
+            _, margin = evaluate(taus)
         for j, i in enumerate(active):
             e = ends[i][0]
             g = margin[j, e]
@@ -213,7 +252,7 @@ def _search(evaluate: _Evaluator, est: NDArray[np.float64], scale: NDArray[np.fl
             if not np.isfinite(b[i]):  # look for a rejection
                 d[i] = prop + tol[i] / 2 if np.isfinite(prop) and prop > a[i] else 2 * d[i]
                 if d[i] > 1e6 * scale[e]:
-                    a[i] = b[i] = np.inf  # nothing rejected: unbounded
+                    unbounded[i], b[i] = True, np.inf  # nothing rejected
                 continue
             if np.isfinite(ga[i]) and np.isfinite(gb[i]) and gb[i] > ga[i]:
                 d[i] = a[i] + (b[i] - a[i]) * (-ga[i]) / (gb[i] - ga[i])
@@ -282,42 +321,13 @@ def randomization_inference(
     if statistic not in STATISTICS:
         raise ValueError(f"statistic must be one of {STATISTICS}, got {statistic!r}")
     z_two_sided(alpha)
-    if n_permutations < 1:
-        raise ValueError(f"n_permutations must be >= 1, got {n_permutations}")
-    yc, fc, yt, ft = (as_vector(v, n) for v, n in ((y_c, "y_c"), (f_c, "f_c"), (y_t, "y_t"),
-                                                    (f_t, "f_t")))
-    fuc, fut = as_vector(f_unl_c, "f_unl_c"), as_vector(f_unl_t, "f_unl_t")
-    keys = [units_c, units_unl_c, units_t, units_unl_t]
-    clustered = any(k is not None for k in keys)
-    (cl_c, cu_c, cl_t, cu_t), n_codes = cluster_codes(
-        keys, [yc.size, fuc.size, yt.size, fut.size],
-        ["units_c", "units_unl_c", "units_t", "units_unl_t"])
-    in_c, in_t = np.zeros(n_codes, bool), np.zeros(n_codes, bool)
-    in_c[np.concatenate([cl_c, cu_c])] = True
-    in_t[np.concatenate([cl_t, cu_t])] = True
-    if np.any(in_c & in_t):
-        raise PulseError(f"{int(np.sum(in_c & in_t))} randomized unit(s) have sessions in both "
-                         "arms, so the units were not randomized as declared.")
-    for name, cl in (("control", cl_c), ("treatment", cl_t)):
-        if np.unique(cl).size < 2:
-            raise PulseError(f"{name} arm: {np.unique(cl).size} labeled "
-                             f"{'user' if clustered else 'session'}(s); randomization inference "
-                             "needs at least 2 per arm.")
-    cy, cf = float(np.concatenate([yc, yt]).mean()), float(np.concatenate([fc, ft]).mean())
-    lab_codes = np.concatenate([cl_c, cl_t])
-    y, f = np.concatenate([yc, yt]) - cy, np.concatenate([fc, ft]) - cf
-    raw = cm.cluster_sums(lab_codes, y[None], f[None], np.ones((1, y.size)),
-                          np.concatenate([cu_c, cu_t]), np.concatenate([fuc, fut])[None] - cf,
-                          n_codes)[0]
-    design = unit_design(raw, in_t)
-    products, exhaustive = assignment_products(
-        design, n_permutations, seed,
-        n_permutations if max_exhaustive is None else max_exhaustive)
-    evaluate = _Evaluator(design, products, clustered, alpha, statistic == "studentized")
+    prep = prepare(y_c, f_c, f_unl_c, y_t, f_t, f_unl_t, units_c, units_t, units_unl_c,
+                   units_unl_t, n_permutations=n_permutations, seed=seed,
+                   max_exhaustive=max_exhaustive)
+    evaluate = _Evaluator(prep, alpha, statistic == "studentized")
     # Observed row: effects and s.e. do not depend on tau (a constant shift within an arm).
-    obs = engine.solve(cm.Moments.unflat(design.flat_moments(products[:1], np.zeros(1))[0]),
-                       weighted=False, small_sample=True, lam_mode="joint",
-                       clustered=clustered, alpha=alpha)
+    obs = _solve(prep.design.flat_moments(prep.products[:1], np.zeros(1))[0], prep.clustered,
+                 alpha)
     est = np.array([obs.naive_effect[0], obs.aug_effect[0]])
     se = np.array([obs.naive_se[0], obs.aug_se[0]])
     scale = np.where(se > 0, se, 1.0) if statistic == "studentized" else np.ones(2)
@@ -327,7 +337,7 @@ def randomization_inference(
     out = [RandomizationEstimate(float(est[e]), float(p0[e]), float(ci[e, 0]), float(ci[e, 1]))
            for e in (0, 1)]
     return RandomizationResult(
-        naive=out[0], augmented=out[1], unit="user" if clustered else "session",
-        n_units_control=int(in_c.sum()), n_units_treatment=int(in_t.sum()),
-        n_assignments=int(products.shape[0] - 1), exhaustive=exhaustive, statistic=statistic,
-        alpha=float(alpha))
+        naive=out[0], augmented=out[1], unit="user" if prep.clustered else "session",
+        n_units_control=prep.n_units[0], n_units_treatment=prep.n_units[1],
+        n_assignments=int(prep.products.shape[0] - 1), exhaustive=prep.exhaustive,
+        statistic=statistic, alpha=float(alpha))

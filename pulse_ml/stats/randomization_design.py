@@ -28,11 +28,14 @@ from functools import lru_cache
 from itertools import combinations
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
+from pulse_ml.errors import PulseError
 from pulse_ml.stats import cluster_moments as cm
+from pulse_ml.stats.arm_effect import cluster_codes
+from pulse_ml.stats.ppi import as_vector
 
-__all__ = ["UnitDesign", "assignment_products", "unit_design"]
+__all__ = ["Prepared", "UnitDesign", "assignment_products", "prepare", "unit_design"]
 
 Array = NDArray[np.float64]
 _I = cm.RAW_INDEX
@@ -254,3 +257,82 @@ def _complete_masks(rng: np.random.Generator, b: int, g: int, n_t: int) -> NDArr
         pool = np.flatnonzero(rows[i] if extra > 0 else ~rows[i])
         rows[i, rng.choice(pool, abs(extra), replace=False)] = extra < 0
     return rows
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A case study ready for re-randomization: per-unit moments and the assignment products.
+
+    Attributes:
+        design: Per-unit moments (:class:`~pulse_ml.stats.randomization_design.UnitDesign`).
+        products: ``masks @ [A | B | C]``, observed assignment first, shape (R + 1, 3 FLAT).
+        clustered: Units are users (else sessions).
+        exhaustive: The R assignments are all other assignments.
+        n_units: Units observed in (control, treatment).
+    """
+
+    design: UnitDesign
+    products: NDArray[np.float64]
+    clustered: bool
+    exhaustive: bool
+    n_units: tuple[int, int]
+
+
+def prepare(
+    y_c: ArrayLike,
+    f_c: ArrayLike,
+    f_unl_c: ArrayLike,
+    y_t: ArrayLike,
+    f_t: ArrayLike,
+    f_unl_t: ArrayLike,
+    units_c: ArrayLike | None = None,
+    units_t: ArrayLike | None = None,
+    units_unl_c: ArrayLike | None = None,
+    units_unl_t: ArrayLike | None = None,
+    *,
+    n_permutations: int = 2000,
+    seed: int = 0,
+    max_exhaustive: int | None = None,
+) -> Prepared:
+    """Per-unit moments and assignment products of a case study.
+
+    Arguments as :func:`pulse_ml.stats.randomization.randomization_inference`.
+
+    Returns:
+        The prepared case study.
+
+    Raises:
+        PulseError: A unit with sessions in both arms, or an arm with fewer than 2 labeled
+            units.
+    """
+    if n_permutations < 1:
+        raise ValueError(f"n_permutations must be >= 1, got {n_permutations}")
+    yc, fc, yt, ft = (as_vector(v, n) for v, n in ((y_c, "y_c"), (f_c, "f_c"), (y_t, "y_t"),
+                                                    (f_t, "f_t")))
+    fuc, fut = as_vector(f_unl_c, "f_unl_c"), as_vector(f_unl_t, "f_unl_t")
+    keys = [units_c, units_unl_c, units_t, units_unl_t]
+    clustered = any(k is not None for k in keys)
+    (cl_c, cu_c, cl_t, cu_t), n_codes = cluster_codes(
+        keys, [yc.size, fuc.size, yt.size, fut.size],
+        ["units_c", "units_unl_c", "units_t", "units_unl_t"])
+    in_c, in_t = np.zeros(n_codes, bool), np.zeros(n_codes, bool)
+    in_c[np.concatenate([cl_c, cu_c])] = True
+    in_t[np.concatenate([cl_t, cu_t])] = True
+    if np.any(in_c & in_t):
+        raise PulseError(f"{int(np.sum(in_c & in_t))} randomized unit(s) have sessions in both "
+                         "arms, so the units were not randomized as declared.")
+    for name, cl in (("control", cl_c), ("treatment", cl_t)):
+        if np.unique(cl).size < 2:
+            raise PulseError(f"{name} arm: {np.unique(cl).size} labeled "
+                             f"{'user' if clustered else 'session'}(s); randomization inference "
+                             "needs at least 2 per arm.")
+    cy, cf = float(np.concatenate([yc, yt]).mean()), float(np.concatenate([fc, ft]).mean())
+    y, f = np.concatenate([yc, yt]) - cy, np.concatenate([fc, ft]) - cf
+    raw = cm.cluster_sums(np.concatenate([cl_c, cl_t]), y[None], f[None], np.ones((1, y.size)),
+                          np.concatenate([cu_c, cu_t]), np.concatenate([fuc, fut])[None] - cf,
+                          n_codes)[0]
+    design = unit_design(raw, in_t)
+    products, exhaustive = assignment_products(
+        design, n_permutations, seed,
+        n_permutations if max_exhaustive is None else max_exhaustive)
+    return Prepared(design, products, clustered, exhaustive, (int(in_c.sum()), int(in_t.sum())))
