@@ -249,6 +249,9 @@ def _complete_masks(rng: np.random.Generator, b: int, g: int, n_t: int) -> NDArr
     exchangeable in the units and always returns ``n_t`` of them, so every subset of that size
     is equally likely, as under ``Generator.permuted`` at a fraction of its cost.
     """
+    base = np.arange(g) < n_t
+    if g <= 4096:  # few units: Fisher-Yates per row is cheap
+        return rng.permuted(np.broadcast_to(base, (b, g)), axis=1)
     threshold = int(np.clip(round(256 * n_t / g), 1, 255))
     rows = rng.integers(0, 256, (b, g), dtype=np.uint8) < threshold
     counts = rows.sum(axis=1)
