@@ -169,10 +169,12 @@ def test_coverage_of_the_randomization_interval(users_per_arm):
 
     Two truths: a constant additive effect (the sharp null holds: exact) and a latent shift
     whose star effect differs between users (the weak null only; studentized statistic).
-    1,000 data sets each: MC s.e. ~0.007. With 5 users per arm all 252 assignments are
-    enumerated (exact p-values), else 99 random ones (p = (1 + b) / 100 is exact too).
+    With 5 users per arm all 252 assignments are enumerated, else 99 random ones (p = (1 + b) /
+    100 is exact too). Under the sharp null the coverage is 0.95 by construction (the exactness
+    is checked by enumeration above); 2,000 data sets each (MC s.e. ~0.005) check that no
+    scenario falls below the 0.945 target by more than 2 MC s.e.
     """
-    reps = 1000
+    reps = 2000
     for kw, truth in (({"additive": 0.3}, 0.3),
                       ({"latent_shift": 0.3}, true_mean(0.3) - true_mean(0.0))):
         rates, refused = _reject_rates(users_per_arm, reps, seed=users_per_arm, truth=truth,
@@ -181,7 +183,7 @@ def test_coverage_of_the_randomization_interval(users_per_arm):
         se = np.sqrt(cover * (1 - cover) / reps)
         print(f"{users_per_arm}/arm {kw}: randomization coverage naive {cover[0]:.4f}, "
               f"augmented {cover[1]:.4f} (MC s.e. {se[1]:.4f}); {refused} refused")
-        assert cover.min() >= 0.945
+        assert cover.min() >= 0.945 - 2 * se.max()
 
 
 @pytest.mark.slow
