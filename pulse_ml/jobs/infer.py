@@ -224,8 +224,10 @@ def printable(effects: pd.DataFrame, truth: dict[str, float],
     })
     if effects["p_value_randomization"].notna().any():
         view = view.drop(columns=["labels"] + (["p"] if inference == "randomization" else []))
-        view[f"randomization {level_pct(alpha)}% CI"] = [f"[{lo:+.3f}, {hi:+.3f}]" for lo, hi in zip(
-            effects["ci_lower_randomization"], effects["ci_upper_randomization"], strict=True)]
+        ends = zip(effects["ci_lower_randomization"], effects["ci_upper_randomization"],
+                   strict=True)
+        view[f"randomization {level_pct(alpha)}% CI"] = [f"[{lo:+.3f}, {hi:+.3f}]"
+                                                         for lo, hi in ends]
         view["p_rand"] = effects["p_value_randomization"]
     if truth:
         true = effects["case_study"].map(truth)
