@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from pulse_ml.errors import PulseError
+from pulse_ml.inference.randomization import RandomizationSettings, few_users_warning, randomize
 from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.table import SessionTable
 from pulse_ml.stats import (
@@ -25,6 +26,7 @@ from pulse_ml.stats import (
     prediction_shift,
 )
 from pulse_ml.stats.arm_effect import ArmComparison
+from pulse_ml.stats.randomization import RandomizationResult
 
 # Options of the ``clusters`` setting (value -> meaning).
 CLUSTER_MODES = {"user_id": "cluster-robust by user", "none": "sessions independent"}
@@ -33,7 +35,8 @@ EFFECT_COLUMNS = [
     "case_study", "control", "treatment", "estimator", "effect", "ci_lower", "ci_upper",
     "ci_width", "significant", "ci_reduction_pct", "p_value", "n_labeled_control",
     "n_labeled_treatment", "n_unlabeled_control", "n_unlabeled_treatment", "lambda_control",
-    "lambda_treatment", "p_value_permutation",
+    "lambda_treatment", "p_value_permutation", "p_value_randomization",
+    "ci_lower_randomization", "ci_upper_randomization",
 ]
 
 
@@ -46,6 +49,7 @@ class InferenceSettings:
     n_permutations: int = 10_000
     seed: int = 0
     reweight: bool = False  # shift-aware PPI++: labeled sessions weighted by 1/propensity
+    randomization: RandomizationSettings | None = None  # None: asymptotic intervals only
 
 
 @dataclass(frozen=True)
@@ -59,12 +63,17 @@ class CaseStudyResult:
     shift: pd.DataFrame
     clustered: bool = False
     prediction_shift: pd.DataFrame | None = None
+    randomization: RandomizationResult | None = None
+    notes: tuple[str, ...] = ()
 
     def rows(self) -> list[dict]:
         """The two result rows (naive, augmented) with :data:`EFFECT_COLUMNS`."""
         c = self.comparison
         out = []
+        rand = self.randomization
+        nan = float("nan")
         for name, est in (("naive", c.naive), ("augmented", c.augmented)):
+            r = None if rand is None else getattr(rand, name)
             out.append({
                 "case_study": self.study.name, "control": self.study.control,
                 "treatment": self.study.treatment, "estimator": name,
@@ -82,6 +91,9 @@ class CaseStudyResult:
                 "lambda_control": 0.0 if name == "naive" else c.lambda_control,
                 "lambda_treatment": 0.0 if name == "naive" else c.lambda_treatment,
                 "p_value_permutation": self.naive_p_value if name == "naive" else float("nan"),
+                "p_value_randomization": nan if r is None else r.p_value,
+                "ci_lower_randomization": nan if r is None else r.ci_lower,
+                "ci_upper_randomization": nan if r is None else r.ci_upper,
             })
         return out
 
@@ -185,10 +197,17 @@ def analyse(table: SessionTable, preds: np.ndarray, study: CaseStudy,
                      "note": note})
         if note:
             skipped.append(f"{role} arm '{cond}': {note}")
+    rand, notes = None, ()
+    if settings.randomization is not None:
+        rand, note = randomize(table.path, study, control, treatment, settings.alpha,
+                               settings.randomization)
+        notes = (note,)
+    few = few_users_warning(control, treatment, rand is not None)
+    skipped += [few] if few else []
     if skipped:
         comparison = replace(comparison, warnings=(*comparison.warnings, *skipped))
     return CaseStudyResult(study, comparison, float(p_naive), feats, shift, settings.clusters,
-                           pd.DataFrame(rows))
+                           pd.DataFrame(rows), rand, notes)
 
 
 def _prediction_shift_row(arm: ArmData) -> tuple[dict, str]:

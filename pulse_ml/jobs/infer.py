@@ -11,12 +11,21 @@ CI reduction, the feature comparison per arm and the labeled-vs-unlabeled shift.
 effects.{json,csv,md}, forest.png, features.csv, label_shift.csv and report.html to ``output``
 and logs everything to MLflow experiment pulse-infer.
 
+``inference=randomization`` adds, beside the asymptotic interval, an exact randomization test
+and interval per case study: the randomized units (users when the case study declares
+``randomization_unit: user`` or no user has sessions in both arms, else sessions) are
+re-randomized ``randomization.n_permutations`` times (all assignments when fewer), the whole
+analysis, PPI++ lambdas included, recomputed each time, and the interval collects the constant
+effects not rejected. ``infer`` suggests it when fewer than 30 effective (Kish) users per arm
+gave the ratings.
+
 ``ppi.predictions=in_sample`` reproduces the paper (labeled sessions predicted by a model that
 was trained on them): its intervals are too narrow and NOT valid.
 
 Examples:
     pulse-ml infer
     pulse-ml infer case_studies=[plan] clusters=none
+    pulse-ml infer case_studies=[plan] inference=randomization randomization.n_permutations=5000
     pulse-ml infer model_uri=models:/pulse-satisfaction/3 data.path=my_sessions.parquet
 """
 
@@ -40,6 +49,7 @@ from pulse_ml.inference.effects import (
     effects_frame,
 )
 from pulse_ml.inference.honest import PREDICTION_MODES, honest_data
+from pulse_ml.inference.randomization import INFERENCE_MODES, RandomizationSettings
 from pulse_ml.report.tables import level_pct, markdown_table, say, text_table
 from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.readers import is_simulated, load_ground_truth, read_frame
@@ -63,6 +73,7 @@ class InferJob:
     case_studies: dict[str, CaseStudy]
     only: list[str] | None
     print_table: bool = True  # pipeline prints it once, in its summary
+    inference: str = "asymptotic"
 
 
 def settings_from_config(cfg: Node) -> InferJob:
@@ -73,12 +84,28 @@ def settings_from_config(cfg: Node) -> InferJob:
     permutations = number(cfg, "permutations", "infer", 1, None, integer=True)
     seed = number(cfg, "seed", "infer", integer=True)
     reweight = flag(cfg, "reweight", "infer", False)
+    inference = choice(cfg, "inference", "infer", INFERENCE_MODES)
+    rand = None
+    if inference != "asymptotic":
+        if reweight:
+            raise PulseError(f"pulse-ml infer: inference={inference} cannot be combined with "
+                             "reweight=true (the labeling-propensity model would have to be "
+                             "refitted under every re-randomization). Run one of them: "
+                             "reweight=false, or inference=asymptotic.")
+        rand = RandomizationSettings(
+            n_permutations=number(cfg, "randomization.n_permutations", "infer", 1, None,
+                                  integer=True),
+            seed=number(cfg, "randomization.seed", "infer", integer=True),
+            statistic=choice(cfg, "randomization.statistic", "infer", {
+                "studentized": "effect / its s.e. (default)", "effect": "the raw effect"}))
     return InferJob(
         model_uri=str(cfg.model_uri), data_path=str(cfg.data.path), mode=mode,
         settings=InferenceSettings(alpha=alpha, clusters=clusters == "user_id",
-                                   n_permutations=permutations, seed=seed, reweight=reweight),
+                                   n_permutations=permutations, seed=seed, reweight=reweight,
+                                   randomization=rand),
         output=Path(str(cfg.output)), log_mlflow=flag(cfg, "log_mlflow", "infer"),
-        case_studies=shared.case_study_config(cfg), only=shared.selected_case_studies(cfg))
+        case_studies=shared.case_study_config(cfg), only=shared.selected_case_studies(cfg),
+        inference=inference)
 
 
 def json_records(frame: pd.DataFrame) -> list[dict]:
@@ -173,13 +200,15 @@ def _run_link(run_id: str) -> str:
 
 
 def printable(effects: pd.DataFrame, truth: dict[str, float],
-              alpha: float | None = None) -> pd.DataFrame:
+              alpha: float | None = None, inference: str = "both") -> pd.DataFrame:
     """The terminal view (fits 100 columns): effect [CI] per estimator, CI reduction, p, labels.
 
     Every column is in ``effects.csv``; the CI reduction is blank on naive rows (it does not
     apply, NaN in the files) and labels read ``control/treatment``. With simulated data the
     true effect and whether the interval covers it are shown beside. The header names the
     interval level of ``alpha`` (0.1 -> "90% CI"; default: the frame's own ``attrs["alpha"]``).
+    When the frame has randomization results they replace the labels column (the randomization
+    interval and p-value ``p_rand``); ``inference="randomization"`` also drops the asymptotic p.
     """
     if alpha is None:
         alpha = effects.attrs.get("alpha", 0.05)
@@ -193,6 +222,13 @@ def printable(effects: pd.DataFrame, truth: dict[str, float],
         "labels": [f"{c}/{t}" for c, t in zip(effects["n_labeled_control"],
                                               effects["n_labeled_treatment"], strict=True)],
     })
+    if effects["p_value_randomization"].notna().any():
+        view = view.drop(columns=["labels"] + (["p"] if inference == "randomization" else []))
+        ends = zip(effects["ci_lower_randomization"], effects["ci_upper_randomization"],
+                   strict=True)
+        view[f"randomization {level_pct(alpha)}% CI"] = [f"[{lo:+.3f}, {hi:+.3f}]"
+                                                         for lo, hi in ends]
+        view["p_rand"] = effects["p_value_randomization"]
     if truth:
         true = effects["case_study"].map(truth)
         view["truth"] = true
@@ -229,7 +265,12 @@ def run_settings(job: InferJob) -> pd.DataFrame:
     meta = {"model": job.model_uri,
             "model_version": None if version is None else str(version.version),
             "model_family": ensemble.family, "feature_set": ensemble.features.name,
-            "mode": job.mode, "alpha": job.settings.alpha,
+            "mode": job.mode, "alpha": job.settings.alpha, "inference": job.inference,
+            "randomization": {r.study.name: {
+                "unit": r.randomization.unit, "n_assignments": r.randomization.n_assignments,
+                "exhaustive": r.randomization.exhaustive,
+                "statistic": r.randomization.statistic, "note": " ".join(r.notes)}
+                for r in results if r.randomization is not None} or None,
             "clusters": "user_id" if job.settings.clusters else "none",
             "data": job.data_path, "n_labeled_with_oof": n_oof,
             "n_labeled_without_oof": int(table.labeled.sum()) - n_oof
@@ -251,9 +292,12 @@ def run_settings(job: InferJob) -> pd.DataFrame:
         f"'{ensemble.features.name}'); {job.mode} predictions ({n_oof} labeled sessions got "
         "their out-of-fold prediction)")
     if job.print_table:
-        say(text_table(printable(effects, truth, job.settings.alpha), digits=3))
+        say(text_table(printable(effects, truth, job.settings.alpha, job.inference), digits=3))
     for note in (*table.notes, *honesty_notes):
         say(f"note: {note}")
+    for r in results:
+        for note in r.notes:
+            say(f"note: {r.study.name}: {note}")
     if job.settings.reweight:
         say("note: reweight=true: labeled sessions are weighted by 1 / P(labeled | features, arm) "
             "(cross-fitted, users kept together), so both the naive and the augmented effect "

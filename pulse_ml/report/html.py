@@ -216,6 +216,10 @@ def inference_report(path: Path, effects: pd.DataFrame, meta: Mapping[str, objec
                            "ci_lower", "ci_upper", "ci_reduction_pct", "p_value",
                            "n_labeled_control", "n_labeled_treatment", "n_unlabeled_control",
                            "n_unlabeled_treatment") if c in effects]
+    if "p_value_randomization" in effects and effects["p_value_randomization"].notna().any():
+        at = columns.index("p_value") + 1  # inference=randomization: beside the asymptotic ones
+        columns[at:at] = ["ci_lower_randomization", "ci_upper_randomization",
+                          "p_value_randomization"]
     view = effects[columns]  # ci_reduction_pct is NaN (a blank cell) on naive rows
     sections = []
     if features is not None and len(features):

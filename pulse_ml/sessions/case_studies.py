@@ -13,6 +13,8 @@ from pulse_ml.errors import PulseError
 from pulse_ml.paths import catalog_dir
 
 MIN_LABELED_PER_ARM = 2
+RANDOMIZATION_UNITS = {"user": "every session of a user was assigned to one arm",
+                       "session": "each session was assigned to an arm on its own"}
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,9 @@ class CaseStudy:
         description: One line for humans.
         configured: False when discovered in the data (control = alphabetically first).
         paper: Optional reference figures ``{naive: [effect, lo, hi], augmented: [...]}``.
+        randomization_unit: What was randomized, ``"user"`` or ``"session"`` (key
+            ``randomization_unit``); ``None`` = not declared (randomization inference then
+            infers it from the data and says so).
     """
 
     name: str
@@ -34,6 +39,7 @@ class CaseStudy:
     description: str = ""
     configured: bool = True
     paper: Mapping[str, tuple[float, float, float]] | None = None
+    randomization_unit: str | None = None
 
 
 def from_mapping(node: Mapping, default_name: str = "") -> CaseStudy:
@@ -44,6 +50,12 @@ def from_mapping(node: Mapping, default_name: str = "") -> CaseStudy:
         raise PulseError(f"case study '{name or '?'}': missing {', '.join(missing) or 'name'}. "
                          "A case study needs name, control and treatment.")
     paper = node.get("paper")
+    unit = node.get("randomization_unit")
+    if unit is not None and str(unit) not in RANDOMIZATION_UNITS:
+        options = "; ".join(f"'{k}' if {v}" for k, v in RANDOMIZATION_UNITS.items())
+        raise PulseError(f"case study '{name}': randomization_unit={unit!r} is not a "
+                         f"randomization unit. Set it in conf/catalog/case_studies/{name}.yaml "
+                         f"(or your case_study_dirs file) to {options}.")
     return CaseStudy(
         name=name,
         control=str(node["control"]),
@@ -51,6 +63,7 @@ def from_mapping(node: Mapping, default_name: str = "") -> CaseStudy:
         description=str(node.get("description", "")),
         configured=True,
         paper={k: tuple(float(x) for x in v) for k, v in paper.items()} if paper else None,
+        randomization_unit=None if unit is None else str(unit),
     )
 
 
