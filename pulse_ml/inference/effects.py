@@ -203,7 +203,10 @@ def analyse(table: SessionTable, preds: np.ndarray, study: CaseStudy,
                                settings.randomization)
         notes = (note,)
     few = few_users_warning(control, treatment, rand is not None)
-    skipped += [few] if few else []
+    if few:  # one Kish note per case study: this one also says what to run
+        skipped.append(few)
+        comparison = replace(comparison, warnings=tuple(
+            w for w in comparison.warnings if "effective users (Kish)" not in w))
     if skipped:
         comparison = replace(comparison, warnings=(*comparison.warnings, *skipped))
     return CaseStudyResult(study, comparison, float(p_naive), feats, shift, settings.clusters,

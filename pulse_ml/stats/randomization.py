@@ -24,7 +24,8 @@ to the permuted rectifiers (a wider reference distribution), not a bias. Which s
 is a unit attribute too (labels missing independently of the arm).
 
 The default statistic is studentized (effect / its s.e., the engine's cluster-robust s.e. with
-the randomized units as clusters): exact under H0 like any statistic, and, unlike the raw
+the randomized units as clusters, in its additive CR1 form without the lambda-noise term, so a
+re-randomization is one mask product): exact under H0 like any statistic, and, unlike the raw
 effect, asymptotically valid for the weak null of equal mean ratings when the sharp null is
 false (arms of different variance; Chung & Romano 2013). Assignments under which an arm has
 fewer than 2 labeled units give no statistic and count as extreme (conservative).

@@ -100,7 +100,8 @@ def test_permuted_rows_equal_compare_arms_on_the_permuted_shifted_data():
         sel = [(arm == a) & (lab == lv) for a, lv in ((0, 1), (0, 0), (1, 1), (1, 0))]
         want = compare_arms(y_tau[sel[0]], f[sel[0]], f[sel[1]], y_tau[sel[2]], f[sel[2]],
                             f[sel[3]], clusters_c=users[sel[0]], clusters_t=users[sel[2]],
-                            clusters_unl_c=users[sel[1]], clusters_unl_t=users[sel[3]])
+                            clusters_unl_c=users[sel[1]], clusters_unl_t=users[sel[3]],
+                            cr2=False, lambda_noise=False)  # additive moments: CR1, no noise
         flat = design.flat_moments(design.products(z[order][None].astype(float)),
                                    np.array([tau]))[0]
         got = engine.solve(cm.Moments.unflat(flat))
