@@ -337,14 +337,17 @@ def compare_arms(
     flagged = bool(small_sample and np.any((z_shift >= SHIFT_NOTE_Z)
                                            & (np.abs(shift) >= SHIFT_NOTE_SE * res.naive_se[0])))
     if flagged:
-        noise = float(np.sqrt(res.lambda_noise_var[0]))
+        v_aug, v_noise = res.aug_se[0] ** 2, res.lambda_noise_var[0]
+        cost = 100.0 * (np.sqrt(v_aug / max(v_aug - v_noise, 1e-300)) - 1.0) if v_aug else 0.0
+        common = res.lam[0, 0] > 0 and np.isclose(res.lam[0, 0], res.lam[0, 1])
+        how = ("one common lambda for both arms, which cancels a shift the arms share"
+               if common else "lambdas whose own noise from that shift is in the interval")
         notes.append(
             f"raters differ from non-raters in what the model sees: unlabeled minus labeled "
             f"mean prediction is {shift[0]:+.3f} (control) and {shift[1]:+.3f} (treatment), "
             f"up to {np.abs(shift).max() / res.naive_se[0]:.1f}x the effect's naive s.e. The "
-            f"augmented interval includes lambda's own noise from that shift (s.e. "
-            f"{noise:.3g}); if who rates depends on the features, reweight=true corrects the "
-            "estimate itself.")
+            f"augmented interval uses {how} (+{cost:.1f}% s.e.); if who rates depends on the "
+            "features, reweight=true corrects the estimate itself.")
     if reduction < -1e-9:
         notes.append(f"the augmented interval is {-reduction:.1f}% wider than the naive one: "
                      "with these labels, tuning lambda costs more than the predictions give; "
