@@ -106,7 +106,6 @@ References:
 from pulse_ml.stats.sequential.boundary import cs_multiplier, mixture_rho
 from pulse_ml.stats.sequential.monitor import (
     ESTIMATORS,
-    MIN_CHECKED_UNITS,
     TABLE_COLUMNS,
     MonitorResult,
     monitor_effect,
@@ -118,18 +117,29 @@ from pulse_ml.stats.sequential.planning import (
     plan_monitoring,
 )
 from pulse_ml.stats.sequential.simulation import simulate_monitoring
+from pulse_ml.stats.sequential.small_sample import (
+    DRIFT_WARN_SE,
+    MIN_EFFECTIVE_UNITS,
+    effective_units,
+    t_multiplier,
+    within_window_effects,
+)
 
 __all__ = [
+    "DRIFT_WARN_SE",
     "ESTIMATORS",
-    "MIN_CHECKED_UNITS",
+    "MIN_EFFECTIVE_UNITS",
     "TABLE_COLUMNS",
     "MonitorPlan",
     "MonitorResult",
     "SequentialPlan",
     "cs_multiplier",
+    "effective_units",
     "first_crossing_probabilities",
     "mixture_rho",
     "monitor_effect",
     "plan_monitoring",
     "simulate_monitoring",
+    "t_multiplier",
+    "within_window_effects",
 ]
