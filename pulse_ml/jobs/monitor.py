@@ -13,8 +13,9 @@ earlier days) or at ``target_labels``. Intervals start once each arm has ``min_u
 labeled users. The sequence's boundary is on the t scale of each look (df from the effective
 number of labeled users), and fewer than 40 effective (Kish) labeled users per arm by the last
 look (below the checked validity) gives a warning, as does a PPI++ effect shifted by labels
-that drift in time (a labeling rate that changes while the predictions move). Sessions need ``started_at`` (ISO 8601 or epoch seconds); a rating counts from the
-session's start; sessions after the last look are left out.
+that drift in time (a labeling rate that changes while the predictions move). Sessions need
+``started_at`` (ISO 8601 or epoch seconds); a rating counts from the session's start; sessions
+after the last look are left out.
 
 Predictions are honest: out-of-fold for the model's training sessions, the fold models' mean
 otherwise (train one on sessions before the test with ``pulse-ml train trained_before=DATE`` or

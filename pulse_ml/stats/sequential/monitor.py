@@ -60,8 +60,12 @@ class MonitorResult:
             control), ``se``, ``df`` (of the t quantile), ``ci_lower``/``ci_upper``
             (fixed-horizon interval, exactly ``infer``'s on the data so far),
             ``cs_lower``/``cs_upper`` (anytime-valid sequence), ``lambda_control``,
-            ``lambda_treatment`` (0 for naive). NaN where undefined (an arm with < 2 labels or,
-            clustered, < 2 users); intervals NaN before ``min_units_per_arm`` is reached.
+            ``lambda_treatment`` (0 for naive), ``eff_units_control``, ``eff_units_treatment``
+            (Kish effective labeled users per arm), ``window_effect`` (the effect with look
+            windows weighted by their sessions) and ``time_shift`` (PPI++: the part of the
+            effect from labeled and unlabeled sessions in different windows; 0 for naive; see
+            :mod:`~pulse_ml.stats.sequential.small_sample`). NaN where undefined (an arm with
+            < 2 labels or, clustered, < 2 users); intervals NaN before ``min_units_per_arm``.
         stops: One row per (group x) estimator x band ('sequence' or 'fixed'): the first look
             at which the band excludes 0. Columns ``conclusive`` (bool), ``look``,
             ``n_labeled``, ``n_unlabeled`` (Int64, NA when never), ``effect``, ``lower``,
@@ -171,7 +175,8 @@ def monitor_effect(
     ``infer``) on the moments of the sessions visible by then (:func:`look_moments`): the fixed
     interval is ``infer``'s small-sample interval (t quantile with df from the labeled
     clusters, ddof 1 / CR1, lambda-tuning inflation); the sequence is ``effect -/+ m(t) se``
-    with the same se and the asymptotic Gaussian-mixture multiplier (module Notes). Cost: one
+    with the same se and the Gaussian-mixture multiplier on the t scale of the look's df
+    (:func:`~pulse_ml.stats.sequential.small_sample.t_multiplier`; module Notes). Cost: one
     sort and a few bincounts over the sessions plus one pair of 10-column matrix products per
     look; 10^6 sessions x 30 looks take about a second (``perf/monitor_bench.py``). Sessions
     may come in any order.
