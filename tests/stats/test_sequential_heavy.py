@@ -7,8 +7,9 @@ treatment arm's predictions drift by +0.6 stars (the ratings do not).
 
 Monte-Carlo error. A rejection rate over R replications has sd sqrt(p (1 - p) / R): with
 R = 2000, 0.49 points at p = 5%. Measured on these seeds (before -> after this change, naive /
-PPI++): users in both arms, 60 looks: 6.8 / 6.6% -> 0.4 / 0.4%; randomized by user, 21 looks:
-8.3 / 9.7% -> 1.5 / 1.7%. The old rates sit 3.3-9.6 sd above the 5% bound, the new ones 7 sd
+PPI++, ± MC sd): users in both arms, 60 looks: 6.4 / 5.9 (± 0.5) -> 0.6 / 0.5 (± 0.2)%;
+randomized by user, 21 looks: 8.3 / 9.7 (± 0.6-0.7) -> 1.5 / 1.7 (± 0.3)%. The old rates sit
+1.8-6.7 sd above the 5% bound (so the seeded test fails on the old boundary), the new ones > 7 sd
 below it.
 """
 
@@ -65,7 +66,7 @@ def test_heavy_tailed_activity_null_stays_under_alpha(randomize, n_looks, labele
                                                       seed):
     """150 users of Pareto(1.1) activity, >= 40 labeled users per arm: sequences <= 5%.
 
-    The asymptotic boundary on CR1 se's rejected 6.6-9.7% here (few effective users: the
+    The asymptotic boundary on CR1 se's rejected 5.9-9.7% here (few effective users: the
     studentized effect has t tails, and randomized by user its variance was 1.3-1.9 times the
     mean CR1 variance); the boundary on the t scale of the engine's df keeps it under alpha.
     """

@@ -277,8 +277,7 @@ def monitor_effect(
     with np.errstate(divide="ignore", invalid="ignore"):
         mult = np.sqrt(2.0 * (tr + 1.0) / tr * np.log(np.sqrt(tr + 1.0) / alpha)).reshape(-1)
     eff_units = effective_units(mom)
-    *window_eff, time_shift = within_window_effects(grp, lk, arm_v, lab, y, f, n_groups,
-                                                    n_looks, res.lam)
+    *window_eff, time_shift = within_window_effects(mom, n_groups, n_looks, res.lam)
     window = dict(zip(ESTIMATORS, window_eff, strict=True))
     shifts = {"naive": np.zeros_like(time_shift), "augmented": time_shift}
     names_out = TABLE_COLUMNS[2:]

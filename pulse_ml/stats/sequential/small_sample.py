@@ -93,15 +93,7 @@ def t_multiplier(mult: F64, df: F64) -> F64:
 
 
 def within_window_effects(
-    grp: NDArray[np.int64],
-    lk: NDArray[np.int64],
-    arm: NDArray[np.int64],
-    lab: NDArray[np.bool_],
-    y: F64,
-    f: F64,
-    n_groups: int,
-    n_looks: int,
-    lam: F64,
+    mom: Moments, n_groups: int, n_looks: int, lam: F64
 ) -> tuple[F64, F64, F64]:
     """Window-weighted effects at every look, and the time part of the PPI++ prediction shift.
 
@@ -109,15 +101,11 @@ def within_window_effects(
     ``N_j`` (labeled or not) if it has a label; its PPI++ part is
     ``mean(Y_L,j) + lam (mean f_U,j - mean f_L,j)`` with the look's lambda ``lam`` (0 for the
     rectifier of a window without unlabeled sessions). With a constant labeling rate this is
-    exactly the printed estimator.
+    exactly the printed estimator. The window sums are differences of the cumulative totals
+    (no pass over the sessions).
 
     Args:
-        grp: Group code per session.
-        lk: First look (window) of each session.
-        arm: 0 control, 1 treatment.
-        lab: Labeled sessions.
-        y: Ratings (0 where unlabeled).
-        f: Predictions.
+        mom: Cumulative moments per (group x look) (:func:`~.engine.look_moments`).
         n_groups: Number of groups.
         n_looks: Number of looks.
         lam: Lambdas per (group x look) and arm, shape (n_groups * n_looks, 2).
@@ -132,15 +120,14 @@ def within_window_effects(
         drift over time and the ratings do not; its noise is small (window means of all
         sessions).
     """
-    idx = ((grp * n_looks + lk) * 2 + arm).astype(np.int64)
-    size = n_groups * n_looks * 2
+    cum = mom.tot.reshape(n_groups, n_looks, 2, -1)
+    win = np.diff(cum, axis=1, prepend=0.0)
 
-    def per_window(w: F64) -> F64:
-        return np.bincount(idx, weights=w, minlength=size).reshape(n_groups, n_looks, 2)
+    def part(name: str) -> F64:
+        return win[..., cm.RAW_INDEX[name]]
 
-    labf = lab.astype(np.float64)
-    n, big_n = per_window(labf), per_window(np.ones_like(f))
-    sy, sfl, sf = per_window(np.where(lab, y, 0.0)), per_window(f * labf), per_window(f)
+    n, n_unl, sy, sfl = part("m"), part("mu"), part("sy"), part("sf")
+    sf, big_n = sfl + part("su"), n + n_unl
     has, n_unl = n > 0, big_n - n
     w = np.where(has, big_n, 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
