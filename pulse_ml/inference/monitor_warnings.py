@@ -50,11 +50,13 @@ def few_effective_users(result: MonitorResult, data: MonitorData, clusters: bool
             out.append(
                 f"case study '{study.name}': only {', '.join(few)} effective labeled {unit} by "
                 f"the last look (day {day}; Kish: (sum of labels per user)^2 / sum of squares, "
-                "small when a few raters give most ratings). The sequences were checked to keep "
-                f"alpha down to {MIN_EFFECTIVE_UNITS} effective per arm (seeded null simulations "
-                "with heavy-tailed activity, pulse_ml/stats/sequential/small_sample.py); below, "
-                "their t boundary is wide and their guarantee rests on few raters. Read the "
-                "first conclusive day with care, or collect ratings from more users.")
+                "small when a few raters give most ratings). With fewer than "
+                f"{MIN_EFFECTIVE_UNITS} effective labeled users per arm the se rests on few "
+                "raters: the sequences' t "
+                "boundary widens (seeded null simulations with heavy-tailed activity stayed "
+                "under alpha, pulse_ml/stats/sequential/small_sample.py), and a conclusion "
+                "reflects what a few raters said. Read the first conclusive day with care, or "
+                "collect ratings from more users.")
     return out
 
 

@@ -306,7 +306,7 @@ def test_too_few_effective_labeled_users_for_the_checked_validity_warns():
     assert len(res.warnings) == 1
     assert "case study 'cs0': only control" in res.warnings[0]
     assert "effective labeled users" in res.warnings[0]
-    assert f"down to {MIN_EFFECTIVE_UNITS} effective per arm" in res.warnings[0]
+    assert f"fewer than {MIN_EFFECTIVE_UNITS} effective labeled users per arm" in res.warnings[0]
     # the same test seen without users: 60 labeled sessions per arm, no warning
     assert monitor(table, table.frame["x"].to_numpy(), MonitorSettings(clusters=False),
                    now=NOW).warnings == ()
@@ -337,3 +337,23 @@ def test_few_effective_raters_warn_although_many_users_rated():
     assert len(res.warnings) == 1
     assert "effective labeled users" in res.warnings[0]
     assert "labeled)" in res.warnings[0]
+
+
+def test_labels_that_drift_in_time_warn_with_the_size_in_se():
+    """Labels falling 20 -> 2 per arm and day, treatment predictions drifting +0.6: a warning.
+
+    The statistics (bias, detection rates, no warning without drift: 0 of 1000) are simulated in
+    tests/stats/test_sequential_heavy.py; here one seeded data set goes through the table.
+    """
+    falling = np.round(np.linspace(20, 2, 21)).astype(int)
+    for drift, warned in ((0.6, True), (0.0, False)):
+        data, _ = simulate_monitoring(1, n_days=21, labeled_per_day=falling,
+                                      unlabeled_per_day=100, drift=drift, seed=3)
+        table = _table(_frame(data))
+        res = monitor(table, table.frame["x"].to_numpy(), MonitorSettings(), now=NOW)
+        drifts = [w for w in res.warnings if "labeling rate changed over time" in w]
+        assert bool(drifts) == warned, res.warnings
+        if warned:
+            last = res.frame[(res.frame["estimator"] == "augmented")].iloc[-1]
+            size = f"({last['time_shift'] / last['se']:+.1f} se)"
+            assert size in drifts[0] and "within days" in drifts[0]
