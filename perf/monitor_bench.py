@@ -22,6 +22,7 @@ from pulse_ml.stats.sequential import monitor_effect, plan_monitoring, simulate_
 
 DAYS = 21
 BATCH = 1000
+STARS = (0.10, 0.08, 0.15, 0.27, 0.40)  # control's 1..5 star shares in the heavy-tailed settings
 SIGNAL = 0.8  # share of the latent rating the predictor sees (rho ~ 0.82 with the stars)
 SETTINGS = [  # (name, simulation settings, effects on the latent scale)
     ("i.i.d. sessions", {"n_users": None}, (0.0, 0.35)),
@@ -29,6 +30,13 @@ SETTINGS = [  # (name, simulation settings, effects on the latent scale)
     ("100 users, one arm each", {"n_users": 100, "randomize": "user"}, (0.0, 0.35)),
     # stress: too few users for the asymptotics (documented limitation)
     ("30 users, user sd 0.8, both arms", {"n_users": 30, "user_sd": 0.8}, (0.0,)),
+    # a few raters give most ratings: 150 users of Pareto(1.1) activity, skewed stars (warned:
+    # < 40 effective labeled users per arm); replications with an arm under 10 labeled users
+    # (refused by monitor) are left out
+    ("150 users, Pareto(1.1) activity, both arms",
+     {"n_users": 150, "activity": 1.1, "star_probs": STARS}, (0.0,)),
+    ("150 users, Pareto(1.1) activity, one arm each",
+     {"n_users": 150, "activity": 1.1, "star_probs": STARS, "randomize": "user"}, (0.0,)),
 ]
 
 
@@ -72,6 +80,20 @@ def _population(effect: float, signal: float) -> tuple[float, float]:
     return float(np.sqrt(np.mean(var))), float(np.mean(rho))
 
 
+def _monitorable(data: dict, reps: int, n_users: int) -> tuple[dict, int]:
+    """Keep the replications whose arms both have >= 10 labeled users (the monitor's burn-in)."""
+    g, u = data["group"], data["users"] % n_users
+    ok = np.ones(reps, dtype=bool)
+    for a in (0, 1):
+        m = data["labeled"] & (data["arm"] == a)
+        cnt = np.bincount(g[m] * n_users + u[m], minlength=reps * n_users)
+        ok &= (cnt.reshape(reps, n_users) > 0).sum(axis=1) >= 10
+    rows = ok[g]
+    out = {k: (v[rows] if v is not None else None) for k, v in data.items()}
+    out["group"] = (np.cumsum(ok) - 1)[out["group"]]
+    return out, int(ok.sum())
+
+
 def _run(reps: int, effect: float, setting: dict, seed: int) -> dict[str, np.ndarray]:
     """Per replication: ever outside (peeking, sequence), last-look outside, stopping day."""
     out: dict[str, list[np.ndarray]] = {}
@@ -81,6 +103,8 @@ def _run(reps: int, effect: float, setting: dict, seed: int) -> dict[str, np.nda
         data, true_effect = simulate_monitoring(
             r, n_days=DAYS, effect=effect, signal=SIGNAL, seed=seed + b, **setting
         )
+        if setting.get("activity") is not None:
+            data, r = _monitorable(data, r, setting["n_users"])
         res = monitor_effect(
             data["arm"],
             data["labeled"],

@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from pulse_ml.errors import PulseError
+from pulse_ml.inference.monitor_warnings import few_effective_users, time_drift
 from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.table import (
     TIME_COLUMN,
@@ -52,7 +53,7 @@ from pulse_ml.sessions.table import (
     require_started_at,
     study_arms,
 )
-from pulse_ml.stats.sequential import MIN_CHECKED_UNITS, MonitorResult, monitor_effect
+from pulse_ml.stats.sequential import MonitorResult, monitor_effect
 
 DAY = pd.Timedelta(days=1)
 # Options of the ``lambda_rule`` setting (value -> meaning).
@@ -63,6 +64,7 @@ ESTIMATOR_NAMES = {"naive": "naive", "augmented": "PPI++"}
 FRAME_COLUMNS = [
     "case_study", "look", "day", "at", "estimator", "n_labeled", "n_unlabeled", "effect", "se",
     "df", "ci_lower", "ci_upper", "cs_lower", "cs_upper", "lambda_control", "lambda_treatment",
+    "eff_units_control", "eff_units_treatment", "time_shift",
 ]
 STOP_COLUMNS = [
     "case_study", "estimator", "band", "conclusive", "look", "day", "at", "n_labeled",
@@ -236,7 +238,8 @@ class Monitoring:
         target_labels: t* per case study.
         targets: Per case study, how t* was set (a sentence for the terminal and the files).
         notes: Things the user should know.
-        warnings: Results to read with care (too few labeled users for the checked validity).
+        warnings: Results to read with care (too few effective labeled users for the checked
+            validity; a PPI++ effect shifted by labels that drift in time).
     """
 
     frame: pd.DataFrame
@@ -450,29 +453,9 @@ def monitor(table: SessionTable, predictions: np.ndarray,
                      "last look is refused.")
     return Monitoring(frame, stops, result, data,
                       {s.name: float(t) for s, t in zip(data.studies, t_star, strict=True)},
-                      targets, tuple(notes), tuple(_few_units(result, data, settings)))
-
-
-def _few_units(result: MonitorResult, data: MonitorData, settings: MonitorSettings) -> list[str]:
-    """Warn when an arm has fewer labeled units by the last look than validity was checked for."""
-    unit = "users" if settings.clusters else "sessions"
-    out = []
-    tab = result.table
-    for g, study in enumerate(data.studies):
-        k = len(data.cutoffs[g]) - 1
-        row = tab.iloc[(g * data.n_looks + k) * 2]
-        few = [f"{role} {int(row[f'units_{role}'])}" for role in ("control", "treatment")
-               if row[f"units_{role}"] < MIN_CHECKED_UNITS]
-        if few:
-            day = int(math.ceil((data.cutoffs[g][k] - data.first_day[g]) / DAY))
-            out.append(
-                f"case study '{study.name}': only {', '.join(few)} labeled {unit} by the "
-                f"last look (day {day}); the sequence's validity was checked down to "
-                f"{MIN_CHECKED_UNITS} per arm (seeded null simulations, "
-                "pulse_ml/stats/sequential/monitor.py MIN_CHECKED_UNITS: 30 users per test gave "
-                "6-7.4% false positives for PPI++ instead of 5%). Read the first conclusive day "
-                "with care, or collect ratings from more users.")
-    return out
+                      targets, tuple(notes),
+                      tuple(few_effective_users(result, data, settings.clusters)
+                            + time_drift(result, data)))
 
 
 def _calendar(data: MonitorData, group: np.ndarray, look: np.ndarray) -> tuple[list, list]:

@@ -10,9 +10,12 @@ day the sequence excludes 0. The PPI++ lambda at a look uses only the data up to
 are cluster-robust by user as in ``infer``. The sequence is tightest at the labels expected by
 ``horizon_days`` (21; from the label rate up to the burn-in look, so re-runs never redraw
 earlier days) or at ``target_labels``. Intervals start once each arm has ``min_units_per_arm``
-labeled users; fewer than 24 per arm by the last look (below the checked validity) gives a
-warning. Sessions need ``started_at`` (ISO 8601 or epoch seconds); a rating counts from the
-session's start; sessions after the last look are left out.
+labeled users. The sequence's boundary is on the t scale of each look (df from the effective
+number of labeled users), and fewer than 40 effective (Kish) labeled users per arm by the last
+look (below the checked validity) gives a warning, as does a PPI++ effect shifted by labels
+that drift in time (a labeling rate that changes while the predictions move). Sessions need
+``started_at`` (ISO 8601 or epoch seconds); a rating counts from the session's start; sessions
+after the last look are left out.
 
 Predictions are honest: out-of-fold for the model's training sessions, the fold models' mean
 otherwise (train one on sessions before the test with ``pulse-ml train trained_before=DATE`` or

@@ -30,7 +30,7 @@ from pulse_ml.sessions.feature_sets import FeatureSet, FeatureSpec
 from pulse_ml.sessions.table import validate_frame
 from pulse_ml.settings import feature_set
 from pulse_ml.stats import monitor_effect, simulate_monitoring
-from pulse_ml.stats.sequential import MIN_CHECKED_UNITS
+from pulse_ml.stats.sequential import MIN_EFFECTIVE_UNITS
 
 FEATURES = FeatureSet("x", (FeatureSpec("x", "numeric"),))
 START = pd.Timestamp("2025-06-02", tz="UTC")
@@ -298,17 +298,62 @@ def test_null_through_the_table_keeps_the_guarantee():
         assert peek.mean() >= 0.12, (est, peek.mean())
 
 
-def test_too_few_labeled_users_for_the_checked_validity_warns():
-    """Below MIN_CHECKED_UNITS labeled users per arm (where validity was simulated) a warning."""
+def test_too_few_effective_labeled_users_for_the_checked_validity_warns():
+    """Below MIN_EFFECTIVE_UNITS effective (Kish) labeled users per arm a warning names them."""
     few = _sim(days=10, users=20, seed=6)  # <= 20 labeled users per arm
     table = _table(_frame(few))
     res = monitor(table, table.frame["x"].to_numpy(), MonitorSettings(), now=NOW)
     assert len(res.warnings) == 1
     assert "case study 'cs0': only control" in res.warnings[0]
-    assert f"checked down to {MIN_CHECKED_UNITS} per arm" in res.warnings[0]
+    assert "effective labeled users" in res.warnings[0]
+    assert f"fewer than {MIN_EFFECTIVE_UNITS} effective labeled users per arm" in res.warnings[0]
     # the same test seen without users: 60 labeled sessions per arm, no warning
     assert monitor(table, table.frame["x"].to_numpy(), MonitorSettings(clusters=False),
                    now=NOW).warnings == ()
-    many = _sim(days=10, users=200, seed=6)
+    many = _sim(days=14, users=600, seed=6)  # 84 labels per arm, mostly one per user
     table = _table(_frame(many))
     assert monitor(table, table.frame["x"].to_numpy(), MonitorSettings(), now=NOW).warnings == ()
+
+
+def test_few_effective_raters_warn_although_many_users_rated():
+    """80+ labeled users per arm, but a few very active raters hold most labels: a warning.
+
+    The count of labeled users passes the old rule (>= 32 per arm, no warning); the Kish count
+    (sum n_g)^2 / sum n_g^2 is far below 40, and the warning says how many labeled users the
+    effective count comes from.
+    """
+    data = _sim(days=21, users=300, seed=8, activity=1.1)
+    table = _table(_frame(data))
+    res = monitor(table, table.frame["x"].to_numpy(), MonitorSettings(), now=NOW)
+    last = res.frame[res.frame["look"] == res.frame["look"].max()].iloc[0]
+    labeled = res.result.table.iloc[-2][["units_control", "units_treatment"]].to_numpy()
+    assert labeled.min() >= 40
+    assert min(last["eff_units_control"], last["eff_units_treatment"]) < MIN_EFFECTIVE_UNITS
+    # Kish by hand from the table's labeled sessions per user and arm
+    lab = table.frame[table.frame["rating"].notna()]
+    for cond, col in (("a", "eff_units_control"), ("b", "eff_units_treatment")):
+        counts = lab[lab["condition"] == cond].groupby("user_id").size().to_numpy(float)
+        assert last[col] == pytest.approx(counts.sum() ** 2 / (counts**2).sum())
+    assert len(res.warnings) == 1
+    assert "effective labeled users" in res.warnings[0]
+    assert "labeled)" in res.warnings[0]
+
+
+def test_labels_that_drift_in_time_warn_with_the_size_in_se():
+    """Labels falling 20 -> 2 per arm and day, treatment predictions drifting +0.6: a warning.
+
+    The statistics (bias, detection rates, no warning without drift: 0 of 1000) are simulated in
+    tests/stats/test_sequential_heavy.py; here one seeded data set goes through the table.
+    """
+    falling = np.round(np.linspace(20, 2, 21)).astype(int)
+    for drift, warned in ((0.6, True), (0.0, False)):
+        data, _ = simulate_monitoring(1, n_days=21, labeled_per_day=falling,
+                                      unlabeled_per_day=100, drift=drift, seed=3)
+        table = _table(_frame(data))
+        res = monitor(table, table.frame["x"].to_numpy(), MonitorSettings(), now=NOW)
+        drifts = [w for w in res.warnings if "labeling rate changed over time" in w]
+        assert bool(drifts) == warned, res.warnings
+        if warned:
+            last = res.frame[(res.frame["estimator"] == "augmented")].iloc[-1]
+            size = f"({last['time_shift'] / last['se']:+.1f} se)"
+            assert size in drifts[0] and "within days" in drifts[0]

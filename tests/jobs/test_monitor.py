@@ -21,7 +21,8 @@ from pulse_ml.report.plots import pyplot
 
 FRAME_COLUMNS = ["case_study", "look", "day", "at", "estimator", "n_labeled", "n_unlabeled",
                  "effect", "se", "df", "ci_lower", "ci_upper", "cs_lower", "cs_upper",
-                 "lambda_control", "lambda_treatment"]
+                 "lambda_control", "lambda_treatment", "eff_units_control",
+                 "eff_units_treatment", "time_shift"]
 
 
 @pytest.fixture(scope="module")

@@ -58,18 +58,19 @@ Notes:
     3.8% with the labeled-sessions clock (naive: 4.0%, 2.8%, 2.1%). If the design effect grows
     over time (information grows slower than labels) the sessions clock errs on the
     conservative side.
-    The sequence keeps the asymptotic boundary (the normal-mixture multiplier, no t
-    correction): its se is the small-sample one above (ddof 1 / CR1 and the lambda inflation,
-    both slightly conservative), its multiplier the large-sample one. The guarantee is
+    The sequence's boundary is on the t scale: ``m_t = t_df^{-1}(Phi(m))`` with the engine's
+    df (effective labeled users per arm minus the lambda tuning; :func:`t_multiplier`), its se
+    the small-sample one above (ddof 1 / CR1 and the lambda inflation). The guarantee is
     asymptotic. With few labels or few users the CR1 variance, and more so the PPI++ one with
-    its fitted lambda, is too small, and the sequence is only protected by its large multiplier
-    at small ``t/t*``;
-    intervals are therefore reported only from the look at which each arm has
-    ``min_units_per_arm`` labeled units (users when clustered, sessions otherwise). With the
-    large-sample se (ddof 0, no lambda inflation) 30 users in all and strong user effects made
-    the PPI++ sequence overshoot alpha (about 10%); with the small-sample se it reads 6-7.4%
-    there (23-29 labeled users per arm) and 3.5-4.1% with 45 users (32-43 per arm): validity is
-    checked down to :data:`MIN_CHECKED_UNITS` labeled users per arm, and the monitor warns below.
+    its fitted lambda, is too small; intervals are therefore reported only from the look at
+    which each arm has ``min_units_per_arm`` labeled units (users when clustered, sessions
+    otherwise). With the normal multiplier, 30 users and strong user effects gave PPI++ 6-7.4%,
+    and 150 users of heavy-tailed (Pareto 1.1) activity 6.6-9.7% (few *effective* users: a few
+    raters give most labels); on the t scale these read under 2%
+    (:mod:`~pulse_ml.stats.sequential.small_sample` has the measurements and the alternatives).
+    Validity is checked down to :data:`MIN_EFFECTIVE_UNITS` effective (Kish) labeled users per
+    arm, and the monitor warns below; it also warns when labels that drift in time bias the
+    PPI++ rectifier (``time_shift``, :func:`within_window_effects`).
 
     The target t*. The boundary is valid for any fixed rho; t* only decides where it is
     tightest. For the guarantee t* must not depend on later data: it is fixed in advance
@@ -106,7 +107,6 @@ References:
 from pulse_ml.stats.sequential.boundary import cs_multiplier, mixture_rho
 from pulse_ml.stats.sequential.monitor import (
     ESTIMATORS,
-    MIN_CHECKED_UNITS,
     TABLE_COLUMNS,
     MonitorResult,
     monitor_effect,
@@ -118,18 +118,29 @@ from pulse_ml.stats.sequential.planning import (
     plan_monitoring,
 )
 from pulse_ml.stats.sequential.simulation import simulate_monitoring
+from pulse_ml.stats.sequential.small_sample import (
+    DRIFT_WARN_SE,
+    MIN_EFFECTIVE_UNITS,
+    effective_units,
+    t_multiplier,
+    within_window_effects,
+)
 
 __all__ = [
+    "DRIFT_WARN_SE",
     "ESTIMATORS",
-    "MIN_CHECKED_UNITS",
+    "MIN_EFFECTIVE_UNITS",
     "TABLE_COLUMNS",
     "MonitorPlan",
     "MonitorResult",
     "SequentialPlan",
     "cs_multiplier",
+    "effective_units",
     "first_crossing_probabilities",
     "mixture_rho",
     "monitor_effect",
     "plan_monitoring",
     "simulate_monitoring",
+    "t_multiplier",
+    "within_window_effects",
 ]

@@ -14,18 +14,16 @@ from pulse_ml.stats import effect_engine
 from pulse_ml.stats.ppi import z_two_sided
 from pulse_ml.stats.sequential.boundary import _mixture_c
 from pulse_ml.stats.sequential.engine import look_moments
+from pulse_ml.stats.sequential.small_sample import (
+    effective_units,
+    t_multiplier,
+    within_window_effects,
+)
+from pulse_ml.stats.sequential.stops import ESTIMATORS, stops_table
 
 F64 = NDArray[np.float64]
 
 
-ESTIMATORS = ("naive", "augmented")
-# Fewest labeled units (users when clustered) per arm by the last look at which the sequence's
-# validity was checked (seeded null simulations, 1000 replications each, 21 daily looks, users in
-# both arms, user sd 0.8, with the joint lambda shrunk as infer): 45 users per test (32-43 labeled
-# users per arm) kept the PPI++ sequence at 3.5-4.1% and naive at 3.1-3.8% over three seeds
-# (tests/stats/test_sequential.py::test_stats_sequential_null_at_the_fewest_users_checked);
-# 30 users (23-29 per arm) gave PPI++ 6.0-7.4% (naive 4.0-4.7%). Below this the monitor warns.
-MIN_CHECKED_UNITS = 32
 TABLE_COLUMNS = [
     "look",
     "estimator",
@@ -42,6 +40,10 @@ TABLE_COLUMNS = [
     "cs_upper",
     "lambda_control",
     "lambda_treatment",
+    "eff_units_control",
+    "eff_units_treatment",
+    "window_effect",
+    "time_shift",
 ]
 
 
@@ -58,8 +60,12 @@ class MonitorResult:
             control), ``se``, ``df`` (of the t quantile), ``ci_lower``/``ci_upper``
             (fixed-horizon interval, exactly ``infer``'s on the data so far),
             ``cs_lower``/``cs_upper`` (anytime-valid sequence), ``lambda_control``,
-            ``lambda_treatment`` (0 for naive). NaN where undefined (an arm with < 2 labels or,
-            clustered, < 2 users); intervals NaN before ``min_units_per_arm`` is reached.
+            ``lambda_treatment`` (0 for naive), ``eff_units_control``, ``eff_units_treatment``
+            (Kish effective labeled users per arm), ``window_effect`` (the effect with look
+            windows weighted by their sessions) and ``time_shift`` (PPI++: the part of the
+            effect from labeled and unlabeled sessions in different windows; 0 for naive; see
+            :mod:`~pulse_ml.stats.sequential.small_sample`). NaN where undefined (an arm with
+            < 2 labels or, clustered, < 2 users); intervals NaN before ``min_units_per_arm``.
         stops: One row per (group x) estimator x band ('sequence' or 'fixed'): the first look
             at which the band excludes 0. Columns ``conclusive`` (bool), ``look``,
             ``n_labeled``, ``n_unlabeled`` (Int64, NA when never), ``effect``, ``lower``,
@@ -146,12 +152,6 @@ def _prepare(
     return a.astype(np.int64), lab, np.where(lab, y, 0.0), f, lk
 
 
-def _first_true(mask: NDArray[np.bool_]) -> tuple[NDArray[np.bool_], NDArray[np.int64]]:
-    """Per row of a (groups, looks) mask: whether any is true and the first such column."""
-    any_ = mask.any(axis=1)
-    return any_, np.where(any_, np.argmax(mask, axis=1), -1)
-
-
 def monitor_effect(
     arm: ArrayLike,
     labeled: ArrayLike,
@@ -175,7 +175,8 @@ def monitor_effect(
     ``infer``) on the moments of the sessions visible by then (:func:`look_moments`): the fixed
     interval is ``infer``'s small-sample interval (t quantile with df from the labeled
     clusters, ddof 1 / CR1, lambda-tuning inflation); the sequence is ``effect -/+ m(t) se``
-    with the same se and the asymptotic Gaussian-mixture multiplier (module Notes). Cost: one
+    with the same se and the Gaussian-mixture multiplier on the t scale of the look's df
+    (:func:`~pulse_ml.stats.sequential.small_sample.t_multiplier`; module Notes). Cost: one
     sort and a few bincounts over the sessions plus one pair of 10-column matrix products per
     look; 10^6 sessions x 30 looks take about a second (``perf/monitor_bench.py``). Sessions
     may come in any order.
@@ -275,6 +276,10 @@ def monitor_effect(
     tr = c * clock / t_star[:, None]
     with np.errstate(divide="ignore", invalid="ignore"):
         mult = np.sqrt(2.0 * (tr + 1.0) / tr * np.log(np.sqrt(tr + 1.0) / alpha)).reshape(-1)
+    eff_units = effective_units(mom)
+    *window_eff, time_shift = within_window_effects(mom, n_groups, n_looks, res.lam)
+    window = dict(zip(ESTIMATORS, window_eff, strict=True))
+    shifts = {"naive": np.zeros_like(time_shift), "augmented": time_shift}
     names_out = TABLE_COLUMNS[2:]
     cols: dict[str, list[F64]] = {k: [] for k in names_out}
     for name in ESTIMATORS:
@@ -287,6 +292,7 @@ def monitor_effect(
         lam = res.lam if name == "augmented" else np.zeros_like(res.lam)
         lam = np.where(valid[:, None], lam, np.nan)
         se_i = np.where(ready, se, np.nan)
+        m_t = t_multiplier(mult, np.where(np.isfinite(df), df, np.inf))  # small_sample.py
         for k, v in (
             ("n_labeled", n_lab),
             ("n_unlabeled", n_unl),
@@ -297,10 +303,14 @@ def monitor_effect(
             ("df", df),
             ("ci_lower", eff - q * se_i),
             ("ci_upper", eff + q * se_i),
-            ("cs_lower", eff - mult * se_i),
-            ("cs_upper", eff + mult * se_i),
+            ("cs_lower", eff - m_t * se_i),
+            ("cs_upper", eff + m_t * se_i),
             ("lambda_control", lam[:, 0]),
             ("lambda_treatment", lam[:, 1]),
+            ("eff_units_control", eff_units[:, 0]),
+            ("eff_units_treatment", eff_units[:, 1]),
+            ("window_effect", np.where(valid, window[name], np.nan)),
+            ("time_shift", np.where(valid, shifts[name], np.nan)),
         ):
             cols[k].append(v)
     rows = n_groups * n_looks
@@ -316,7 +326,7 @@ def monitor_effect(
         table[k] = table[k].round().astype(np.int64)
     return MonitorResult(
         table=table,
-        stops=_stops(table, group_values, n_groups, n_looks),
+        stops=stops_table(table, group_values, n_groups, n_looks),
         alpha=float(alpha),
         target_labels=t_star,
         clustered=users is not None,
@@ -368,40 +378,3 @@ def _target(
     if not (np.isfinite(t_star) & (t_star > 0)).all():
         raise _fail("the target has no labeled session; choose a later target_look")
     return t_star, k0
-
-
-def _stops(
-    table: pd.DataFrame, group_values: NDArray | None, n_groups: int, n_looks: int
-) -> pd.DataFrame:
-    parts = []
-    for e, name in enumerate(ESTIMATORS):
-        sub = table.iloc[e::2]
-        for band, lo_col, hi_col in (
-            ("sequence", "cs_lower", "cs_upper"),
-            ("fixed", "ci_lower", "ci_upper"),
-        ):
-            lo = sub[lo_col].to_numpy().reshape(n_groups, n_looks)
-            hi = sub[hi_col].to_numpy().reshape(n_groups, n_looks)
-            found, first = _first_true((lo > 0) | (hi < 0))
-            rows = sub.iloc[np.where(found, first, 0) + np.arange(n_groups) * n_looks]
-            df = pd.DataFrame(
-                {
-                    "estimator": name,
-                    "band": band,
-                    "conclusive": found,
-                    "look": pd.array(np.where(found, first, 0), dtype="Int64"),
-                    "n_labeled": pd.array(rows["n_labeled"].to_numpy(), dtype="Int64"),
-                    "n_unlabeled": pd.array(rows["n_unlabeled"].to_numpy(), dtype="Int64"),
-                    "effect": np.where(found, rows["effect"].to_numpy(), np.nan),
-                    "lower": np.where(found, rows[lo_col].to_numpy(), np.nan),
-                    "upper": np.where(found, rows[hi_col].to_numpy(), np.nan),
-                }
-            )
-            df.loc[~found, ["look", "n_labeled", "n_unlabeled"]] = pd.NA
-            if group_values is not None:
-                df.insert(0, "group", group_values)
-            parts.append(df)
-    out = pd.concat(parts, ignore_index=True)
-    if group_values is not None:
-        out = out.sort_values("group", kind="stable")
-    return out.reset_index(drop=True)
