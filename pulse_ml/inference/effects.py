@@ -206,7 +206,7 @@ def analyse(table: SessionTable, preds: np.ndarray, study: CaseStudy,
     if few:  # one Kish note per case study: this one also says what to run
         skipped.append(few)
         comparison = replace(comparison, warnings=tuple(
-            w for w in comparison.warnings if "effective users (Kish)" not in w))
+            w for w in comparison.warnings if "effective users (Kish" not in w))
     if skipped:
         comparison = replace(comparison, warnings=(*comparison.warnings, *skipped))
     return CaseStudyResult(study, comparison, float(p_naive), feats, shift, settings.clusters,

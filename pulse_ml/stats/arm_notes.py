@@ -84,9 +84,10 @@ def notes(res: engine.EngineResult, clustered: bool, small_sample: bool) -> list
         g_eff = float(res.g_eff[0, a])
         if clustered and small_sample and g >= MIN_LABELS and g_eff < MIN_LABELS:
             notes.append(
-                f"{arm} arm: {g} labeled users, but a few of them give most ratings: they count "
-                f"as {g_eff:.1f} effective users (Kish). Intervals use CR2 and t({g_eff - 1:.0f})"
-                " quantiles, but with so few effective users their coverage is only "
+                f"{arm} arm: {g} labeled users, but some give many ratings that move "
+                f"together: they count as {g_eff:.1f} effective users (Kish, with their "
+                f"ratings' intra-user correlation). Intervals use CR2 and t({g_eff - 1:.0f}) "
+                "quantiles, but with so few effective users their coverage is only "
                 "approximate; the randomization test (inference=randomization) stays exact.")
         if min(n, g) < MIN_LABELS:
             who = f"{n} labeled sessions" + (f" from {g} users" if clustered else "")

@@ -73,14 +73,49 @@ def labeled_cluster_lin(arms: list[tuple], n_codes: int,
     return out
 
 
-def kish_sums(arms: list[tuple], n_codes: int) -> Array:
-    """Unscaled ``sum_g sww_g^2`` per arm and ``sum_g sww_c,g sww_t,g``, shape (R, 3).
+def _icc(codes: NDArray[np.intp], y: Array, n_codes: int) -> Array:
+    """Intra-user correlation of the ratings of one sample (moment estimator, clipped to [0, 1]).
 
-    The effective numbers of labeled clusters (the dfs) of
-    :func:`pulse_ml.stats.effect_engine.solve` come from these; with ``cr2=True`` the Gram
-    matrix no longer holds them.
+    ``E sum_g (S_g - n_g ybar)^2 ~ s^2 (n + rho (sum_g n_g^2 - n))`` with ``S_g`` the user's
+    rating sum; 0 when every user has one rating.
     """
-    sww = [_bincount(cl, np.broadcast_to(w * w, y.shape), n_codes)
-           for cl, y, _, w, _, _ in arms]
-    return np.stack([np.einsum("rg,rg->r", sww[0], sww[0]), np.einsum("rg,rg->r", sww[1], sww[1]),
-                     np.einsum("rg,rg->r", sww[0], sww[1])], axis=-1)
+    n = float(codes.size)
+    counts = np.bincount(codes, minlength=n_codes).astype(float)
+    excess = float((counts**2).sum()) - n
+    if n < 3 or excess <= 0:
+        return np.zeros(y.shape[0])
+    ybar = y.mean(axis=1, keepdims=True)
+    dev = y - ybar
+    q = (_bincount(codes, dev, n_codes) ** 2).sum(axis=1)
+    s2 = np.einsum("rn,rn->r", dev, dev) / (n - 1.0)
+    rho = np.divide(q / np.maximum(s2, 1e-300) - n, excess)
+    return np.clip(np.where(s2 > 0, rho, 0.0), 0.0, 1.0)
+
+
+def kish_sums(arms: list[tuple], n_codes: int) -> Array:
+    """Effective numbers of labeled clusters per arm and of the effect, shape (R, 3).
+
+    The dfs of :func:`pulse_ml.stats.effect_engine.solve` (Bell-McCaffrey under a working
+    model): with variance shares ``v_g``, ``G* = (sum_g v_g)^2 / sum_g v_g^2``. The working model
+    is a user random effect with the ratings' intra-user correlation ``rho`` (:func:`_icc`), so
+    ``v_g = sum w^2 + rho ((sum w)^2 - sum w^2)`` within an arm: a heavy rater weighs more than
+    their session count when their ratings move together (``rho = 0`` is Kish's count). The
+    effect's ``v_g = v_c,g / W_c^2 + v_t,g / W_t^2`` counts a user with labels in both arms once.
+    Computed from the unscaled sums, which a CR2-scaled Gram matrix no longer holds.
+    """
+    v, w_tot = [], []
+    for cl, y, _, w, _, _ in arms:
+        w = np.broadcast_to(w, y.shape)
+        a = _bincount(cl, w * w, n_codes)
+        b = _bincount(cl, w, n_codes) ** 2
+        v.append(a + _icc(cl, y, n_codes)[:, None] * (b - a))
+        w_tot.append(w.sum(axis=1))
+
+    def g_star(shares: Array) -> Array:
+        num = shares.sum(axis=1) ** 2
+        den = np.einsum("rg,rg->r", shares, shares)
+        return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
+
+    effect = v[0] / np.maximum(w_tot[0], 1e-300)[:, None] ** 2 + v[1] / np.maximum(
+        w_tot[1], 1e-300)[:, None] ** 2
+    return np.stack([g_star(v[0]), g_star(v[1]), g_star(effect)], axis=-1)

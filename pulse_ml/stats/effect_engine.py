@@ -175,8 +175,9 @@ def solve(
             (:mod:`pulse_ml.stats.lambda_noise`). ``None`` leaves it out (audits, legacy).
         cr2: The Gram matrix carries CR2 factors (``session_moments(..., cr2=True)``), so the
             CR1 factors are not applied again.
-        kish: Unscaled ``sum_g sww_g^2`` terms (:func:`pulse_ml.stats.cluster_moments.kish_sums`)
-            for the effective cluster counts when the Gram matrix is CR2-scaled.
+        kish: Effective labeled cluster counts per arm and of the effect, shape (R, 3)
+            (:func:`pulse_ml.stats.cluster_lin.kish_sums`: with the ratings' intra-user
+            correlation); ``None`` takes Kish's counts from the (unscaled) Gram matrix.
 
     Returns:
         The batch of results. Rows where an arm cannot be estimated (fewer than 2 labeled

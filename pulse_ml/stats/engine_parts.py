@@ -108,14 +108,16 @@ def _effective_clusters(mom: Moments, kish: Array | None = None) -> tuple[Array,
     / W^2``, so ``G* = (sum_i w_i^2)^2 / sum_g (sum_{i in g} w_i^2)^2`` (= n for independent
     unweighted sessions, = G for equal cluster sizes, small when a few users or a few large
     weights carry the labels). The effect: ``v_g = sww_t,g / W_t^2 + sww_c,g / W_c^2``, which
-    counts a user with labels in both arms once.
+    counts a user with labels in both arms once. ``kish``: these counts computed elsewhere
+    (:func:`pulse_ml.stats.cluster_lin.kish_sums`, with the ratings' intra-user correlation).
     """
+    if kish is not None:  # computed from the sessions (CR2-scaled Gram, user random effect)
+        return kish[:, :2], kish[:, 2]
     oc, ot = _L["sww"], _K + _L["sww"]
     sww_c, sww_t = mom.tot[:, 0, _I["sww"]], mom.tot[:, 1, _I["sww"]]
     w2_c, w2_t = mom.tot[:, 0, _I["sw"]] ** 2, mom.tot[:, 1, _I["sw"]] ** 2
     g = mom.gram
-    cc, tt, ct = ((g[:, oc, oc], g[:, ot, ot], g[:, oc, ot]) if kish is None
-                  else (kish[:, 0], kish[:, 1], kish[:, 2]))
+    cc, tt, ct = g[:, oc, oc], g[:, ot, ot], g[:, oc, ot]
     per_arm = np.stack([_ratio(sww_c**2, cc), _ratio(sww_t**2, tt)], axis=1)
     sum_v = _ratio(sww_c, w2_c) + _ratio(sww_t, w2_t)
     sum_v2 = _ratio(cc, w2_c**2) + _ratio(tt, w2_t**2) + 2 * _ratio(ct, w2_c * w2_t)

@@ -87,7 +87,7 @@ def test_stats_concentrated_raters_warn_with_kish_count():
                        clusters_t=users + 100, clusters_unl_c=np.arange(500) + 1000,
                        clusters_unl_t=np.arange(500) + 2000)
     text = " ".join(res.warnings)
-    assert "41 labeled users" in text and "effective users (Kish)" in text
+    assert "41 labeled users" in text and "effective users (Kish" in text
     assert res.effective_users is not None and res.effective_users[0] < 5
 
 
