@@ -22,6 +22,7 @@ from pulse_ml.errors import PulseError
 from pulse_ml.faults import shorten
 
 _GLOB = set("*?[")
+PATH_LIMIT = 300  # paths are echoed whole up to this length
 
 
 def local_path(location: str | os.PathLike[str]) -> Path | None:
@@ -83,7 +84,7 @@ def store_locations() -> list[tuple[str, Path]]:
 def _kind_problem(setting: str, location: str, path: Path, kind: str) -> str | None:
     if kind == "file" and path.is_dir():
         return (f"{setting}={location} is an existing folder, and a file is written there. "
-                f"Give a file name, e.g. {setting}={shorten(path / ('output' + path.suffix))}.")
+                f"Give a file name, e.g. {setting}={shorten(path / 'output.parquet', PATH_LIMIT)}.")
     if kind == "folder" and os.path.lexists(path) and not path.is_dir():
         return (f"{setting}={location} is an existing file, and a folder is written there. "
                 "Give a folder (existing or new), or remove the file.")
@@ -115,17 +116,15 @@ def check_outputs(verb: str, outputs: Sequence[tuple[str, object, str]],
     for setting, location in inputs:
         path = None if location is None else local_path(str(location))
         if path is not None:
-            others.append((f"the input {setting}={shorten(location)}", _fixed_part(path)))
+            others.append((f"the input {setting}={shorten(location, PATH_LIMIT)}",
+                           _fixed_part(path)))
     if store:
         others += store_locations()
     for setting, location, kind in outputs:
         path = None if location is None else local_path(str(location))
         if path is None:
             continue
-        shown = shorten(location)
-        problem = _kind_problem(setting, shown, path, kind)
-        if problem is not None:
-            raise PulseError(f"pulse-ml {verb}: {problem}")
+        shown = shorten(location, PATH_LIMIT)
         for what, other in others:
             rel = relation(path, other)
             if rel is None:
@@ -136,3 +135,6 @@ def check_outputs(verb: str, outputs: Sequence[tuple[str, object, str]],
                 "writes over, into or around its inputs or the store. Nothing was done: "
                 f"choose an output location of its own, e.g. {setting}=results/{verb}"
                 f"{'/' + path.name if kind == 'file' else ''}.")
+        problem = _kind_problem(setting, shown, path, kind)
+        if problem is not None:
+            raise PulseError(f"pulse-ml {verb}: {problem}")

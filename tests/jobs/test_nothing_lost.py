@@ -209,8 +209,8 @@ def test_two_scores_writing_one_out_at_once_both_succeed(registered, small_demo,
     out = tmp_path / "scores.parquet"
     procs = [_popen("score", f"data.path={src}", f"out={out}", "progress=false",
                     "chunk_size=500", f"honest={h}") for h in ("true", "false")]
-    results = [(p.wait(timeout=600), p.stderr.read()) for p in procs]
-    for code, err in results:
+    results = [(p.communicate(timeout=600)[1], p.returncode) for p in procs]
+    for err, code in results:
         assert code == 0, err[-3000:]
         assert "Traceback" not in err
     table = pd.read_parquet(out)  # readable, complete: one of the two runs' output
@@ -224,7 +224,8 @@ def test_two_infers_into_one_output_at_once_leave_one_consistent_set(registered,
     procs = [_popen("infer", f"data.path={small_demo}", "permutations=300", f"seed={s}",
                     "log_mlflow=false", f"output={out}") for s in (1, 2)]
     for p in procs:
-        assert p.wait(timeout=600) == 0, p.stderr.read()[-3000:]
+        err = p.communicate(timeout=600)[1]
+        assert p.returncode == 0, err[-3000:]
     assert _consistent_infer_set(out) > 0
     _no_hidden(out)
 
