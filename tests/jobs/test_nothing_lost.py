@@ -232,7 +232,8 @@ def test_two_infers_into_one_output_at_once_leave_one_consistent_set(registered,
 
 # --- 2. never delete or write inside an input or the store -----------------------------------
 
-def test_spark_out_holding_the_input_is_refused_untouched(small_demo, pulse_home, tmp_path):
+def test_spark_out_holding_the_input_is_refused_untouched(registered, small_demo, pulse_home,
+                                                          tmp_path):
     """Before: ``score engine=spark out=data/demo`` deleted the user's data/demo/."""
     pytest.importorskip("pyspark")
     data = tmp_path / "data" / "demo"
@@ -247,8 +248,8 @@ def test_spark_out_holding_the_input_is_refused_untouched(small_demo, pulse_home
         assert _tree(tmp_path / "data") == before
 
 
-def test_spark_out_folder_not_written_by_pulse_ml_is_never_removed(small_demo, pulse_home,
-                                                                   tmp_path):
+def test_spark_out_folder_not_written_by_pulse_ml_is_never_removed(registered, small_demo,
+                                                                   pulse_home, tmp_path):
     """Before: an unrelated file in a Spark out folder was deleted, exit 0 (overwrite mode)."""
     pytest.importorskip("pyspark")
     out = tmp_path / "scores"
