@@ -32,6 +32,11 @@ VERBS: dict[str, tuple[str, str]] = {
     "agreement": ("pulse_ml.jobs.agreement", "agreement with human pairwise preferences"),
 }
 
+# Verbs whose outputs are all-or-nothing for the whole command (pulse_ml.staging.command): put in
+# place only when the verb returns. Not `pipeline`: it reads the demo data it has just written.
+ALL_OR_NOTHING = frozenset({"infer", "audit", "monitor", "compare", "score", "extract", "judge",
+                            "request", "benchmarks", "agreement", "discover"})
+
 
 def _usage() -> str:
     width = max(len(v) for v in VERBS)
@@ -135,7 +140,13 @@ def main(argv: list[str] | None = None) -> None:
             if len(jobs) > 1:
                 print(f"\n[{i + 1}/{len(jobs)}] pulse-ml {verb} {' '.join(job)}")
             start = time.perf_counter()
-            module.run(cfg)
+            if verb in ALL_OR_NOTHING:
+                from pulse_ml import staging
+
+                with staging.command():
+                    module.run(cfg)
+            else:
+                module.run(cfg)
             if len(jobs) > 1:
                 print(f"[{i + 1}/{len(jobs)}] done in {time.perf_counter() - start:.1f} s")
     except PulseError as exc:

@@ -121,8 +121,9 @@ def score_file(ensemble, path: str | os.PathLike[str], out: str | os.PathLike[st
                settings: ScoreSettings, model_name: str = "the model") -> ScoreResult:
     """Score every session of ``path`` chunk by chunk and write ``out`` incrementally.
 
-    The output is first written to ``<out>.partial`` and renamed at the end, so a failure
-    (bad rows in a late chunk, interruption) never leaves a truncated file at ``out``.
+    The output is staged (:func:`pulse_ml.report.atomic.atomic_file`) and put in place at the
+    end, so a failure (bad rows in a late chunk, interruption) never leaves a truncated file at
+    ``out``, and two commands writing the same ``out`` take turns.
 
     Args:
         ensemble: A :class:`~pulse_ml.models.crossfit.CrossFitEnsemble` (``predict``,
@@ -160,16 +161,17 @@ def score_file(ensemble, path: str | os.PathLike[str], out: str | os.PathLike[st
 
         predictor = FastPredictor(ensemble, threads=settings.threads,
                                   cache_rows=settings.cache_rows)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(out.name + ".partial")
+    from pulse_ml.report.atomic import atomic_file
+
     start = time.perf_counter()
     n_rows = n_honest = n_chunks = n_mismatched = 0
     missing_text: dict[str, int] = {}
     bar = tqdm(total=count_rows(path), desc=f"scoring {path.name}", unit="row",
                unit_scale=True, disable=not settings.progress)
-    try:
-        # no dictionary for the (unique) ids and the predictions: 4x faster to write
-        with pq.ParquetWriter(partial, OUTPUT_SCHEMA, use_dictionary=["honest"]) as writer:
+    try:  # staged, put in place when complete (serialized with other writers of out)
+        with atomic_file(out) as partial, pq.ParquetWriter(
+                partial, OUTPUT_SCHEMA, use_dictionary=["honest"]) as writer:
+            # no dictionary for the (unique) ids and the predictions: 4x faster to write
             for chunk in iter_chunks(path, needed, settings.chunk_size,
                                      features.of_kind("text")):
                 n_chunks += 1
@@ -180,12 +182,9 @@ def score_file(ensemble, path: str | os.PathLike[str], out: str | os.PathLike[st
                 n_honest += int(table.column("honest").to_numpy().sum())
                 n_rows += len(chunk)
                 bar.update(len(chunk))
-        if n_rows == 0:
-            raise DataError(str(path), ["the table has no rows. Expected one row per session."])
-        partial.replace(out)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
+            if n_rows == 0:
+                raise DataError(str(path), ["the table has no rows. Expected one row per "
+                                            "session."])
     finally:
         bar.close()
     notes = list(lookup.notes) if lookup is not None else []

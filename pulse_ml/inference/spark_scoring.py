@@ -66,10 +66,15 @@ def _refuse_csv(path: str) -> None:
 
 
 def check_spark_paths(path: str, out: str) -> None:
-    """Refuse CSV input and ``out`` = input before Spark starts (paths stay strings)."""
+    """Refuse bad paths before Spark starts (see :mod:`pulse_ml.inference.spark_output`).
+
+    CSV input, an ``out`` that equals, contains or lies inside the input, and an existing
+    ``out`` that pulse-ml did not write.
+    """
+    from pulse_ml.inference.spark_output import check_out
+
     _refuse_csv(path)
-    if out.rstrip("/") == path.rstrip("/"):
-        raise PulseError(f"out={out} is the input: choose another output location.")
+    check_out(path, out)
 
 
 def read_sessions(spark, path: str):
@@ -259,12 +264,17 @@ def score_spark(ensemble, model_uri: str, path: str | os.PathLike[str],
             F.when(use, F.col("oof_prediction")).otherwise(F.col("model_prediction"))
             .alias("prediction"),
             use.cast("tinyint").alias("honest"))
-    scored.write.mode("overwrite").parquet(out)
-    written = spark.read.parquet(out)
-    counts = written.agg(F.count("*").alias("n"), F.sum("honest").alias("h")).collect()[0]
-    if lookup is not None:  # id-matched rows that kept the ensemble mean (features differ)
-        mismatched = (written.filter(F.col("honest") == 0).select("session_id")
-                      .join(F.broadcast(table.select("session_id")), on="session_id").count())
+    from pulse_ml.inference.spark_output import spark_output
+
+    # staged and put in place complete; an existing out only replaced when pulse-ml wrote it
+    with spark_output(spark, out, {"model_uri": model_uri, "input": path}) as (target, mode):
+        scored.write.mode(mode).parquet(target)
+        written = spark.read.parquet(target)
+        counts = written.agg(F.count("*").alias("n"), F.sum("honest").alias("h")).collect()[0]
+        if lookup is not None:  # id-matched rows that kept the ensemble mean (features differ)
+            mismatched = (written.filter(F.col("honest") == 0).select("session_id")
+                          .join(F.broadcast(table.select("session_id")), on="session_id")
+                          .count())
     notes = list(lookup.notes) if lookup is not None else []
     if mismatched:
         notes.append(mismatch_note(mismatched))

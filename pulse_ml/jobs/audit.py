@@ -97,9 +97,11 @@ def _verdict_sentence(a) -> str:
 def run(cfg: Node):
     """Entry point of ``pulse-ml audit``."""
     from pulse_ml.inference.audit import consistency, split_half
+    from pulse_ml.locations import check_outputs
     from pulse_ml.registry import models
 
     job = settings_from_config(cfg)
+    check_outputs("audit", [("output", job.output, "folder")], [("data.path", job.data_path)])
     name, mode, settings = job.case_study, job.mode, job.settings
     models.require_model(job.model_uri)  # "no model" is said before any data is read
     raw = read_frame(job.data_path)

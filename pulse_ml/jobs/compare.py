@@ -409,12 +409,14 @@ def ablation_notes(ablation: pd.DataFrame, group_by: list[str]) -> list[str]:
 
 def run(cfg: Node) -> pd.DataFrame:
     """Entry point of ``pulse-ml compare`` (only reads the store: a read-only one is fine)."""
+    from pulse_ml.locations import check_outputs
     from pulse_ml.registry import runs as registry_runs
     from pulse_ml.registry import store as tracking
     from pulse_ml.report.atomic import staged_outputs
     from pulse_ml.report.plots import comparison_plot, paired_plot
 
     job = settings_from_config(cfg)
+    check_outputs("compare", [("output", job.output, "folder")], [("users_from", job.users_from)])
     none = PulseError(f"no finished model-family or LLM-judge runs in experiment "
                       f"'{tracking.TRAIN_EXPERIMENT}' at {tracking.tracking_uri()}. Run "
                       "`pulse-ml train` (or `pulse-ml judge`) first.")
@@ -442,7 +444,9 @@ def run(cfg: Node) -> pd.DataFrame:
         shown = shown.drop(columns=["seed"])
     level = round(100 * (1 - job.paired.alpha))
     written = [out / "comparison.md", out / "comparison.csv", out / "comparison.png"]
-    with staged_outputs(out) as stage:  # every file of this call or none
+    # a paired table of an earlier call would describe other runs: removed with the swap
+    stale = ("paired.csv", "paired.png") if paired.empty else ()
+    with staged_outputs(out, discard=stale) as stage:  # every file of this call or none
         table.drop(columns=_HIDDEN).to_csv(stage / "comparison.csv", index=False)
         (stage / "comparison.md").write_text(markdown_table(shown) + "\n")
         comparison_plot(table, stage / "comparison.png", _champion(),
@@ -452,9 +456,6 @@ def run(cfg: Node) -> pd.DataFrame:
                                                                    index=False)
             paired_plot(paired, stage / "paired.png", reference[0], level)
             written += [out / "paired.csv", out / "paired.png"]
-    if paired.empty:  # a paired table of an earlier call would describe other runs
-        for stale in ("paired.csv", "paired.png"):
-            (out / stale).unlink(missing_ok=True)
     say(text_table(_terminal_view(shown)))
     say("(the full table, with ± std over folds, MAE and timings: comparison.md / .csv)")
     say(f"ci_red_% = expected CI reduction 1 - sqrt(1 - r² N/(n+N)) at the training data's "

@@ -164,7 +164,11 @@ def extract(s: ExtractSettings) -> ExtractResult:
     Raises:
         PulseError: no file matched, or not one session could be read.
     """
+    from pulse_ml.locations import check_outputs
+
     out_format(s.out)  # before any work
+    check_outputs("extract", [("out", s.out, "file")], [("input", s.input),
+                                                        ("ratings", s.ratings)])
     files = find_files(s.input)
     read = read_sessions(files, progress=s.progress)
     if not read.sessions:

@@ -202,8 +202,10 @@ def run(cfg: Node) -> Monitoring:
 
 def run_settings(job: MonitorJob) -> Monitoring:
     """Monitor with typed settings: every check runs before anything is written or logged."""
+    from pulse_ml.locations import check_outputs
     from pulse_ml.registry import models, store
 
+    check_outputs("monitor", [("output", job.output, "folder")], [("data.path", job.data_path)])
     models.require_model(job.model_uri)  # "no model" is said before any data is read
     raw = read_frame(job.data_path)  # bad files fail before the model loads
     if job.log_mlflow:

@@ -17,6 +17,8 @@ Examples:
 ``engine=spark`` scores a Parquet table with ``mlflow.pyfunc.spark_udf`` (Spark local mode, or
 ``spark_master=spark://host:7077`` / ``$SPARK_MASTER`` for a cluster) and writes ``out`` as a
 Parquet directory (Spark's row order); predictions and ``honest`` flags equal engine=local.
+An existing ``out`` folder is replaced only when pulse-ml wrote it (marker file
+``_pulse_ml_output.json``); ``out`` never equals, contains or lies inside the input.
 Its ``data.path`` is any Parquet location Spark reads (a file, a directory such as Spark's own
 output, ``s3a://bucket/sessions/``, ``hdfs://...``); CSV is refused (convert it to Parquet).
 A session gets its out-of-fold prediction only when its ``session_id`` and its feature values
@@ -68,9 +70,12 @@ def settings_from_config(cfg) -> ScoreJob:
 
 def run(cfg) -> ScoreResult:
     """Entry point of ``pulse-ml score``."""
+    from pulse_ml.locations import check_outputs
     from pulse_ml.registry import models
 
     job = settings_from_config(cfg)
+    check_outputs("score", [("out", job.out, "folder" if job.engine == "spark" else "file")],
+                  [("data.path", job.data_path)])
     if job.engine == "spark":  # no local preflight: the input may be s3a:// or a directory
         return _run_spark(job)
     preflight(Path(job.data_path), Path(job.out), job.settings)  # fail fast, before the model

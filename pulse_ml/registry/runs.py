@@ -340,6 +340,8 @@ def log_inference_run(run_name: str, tags: Mapping[str, str], params: Mapping[st
     """
     import mlflow
 
+    from pulse_ml import staging
+
     open_experiment(keys.INFER_EXPERIMENT)
     if model_version is not None:
         description = f"{description or ''}\n\n{_model_line(model_version)}".strip()
@@ -354,8 +356,8 @@ def log_inference_run(run_name: str, tags: Mapping[str, str], params: Mapping[st
         if dataset is not None:
             log_dataset(dataset["frame"], str(dataset["source"]), str(dataset["name"]),
                         str(dataset["fingerprint"]), "inference")
-        for f in files:
-            mlflow.log_artifact(str(f))
+        for f in files:  # inside a command the outputs are still staged: log the staged copy
+            mlflow.log_artifact(str(staging.pending_path(f)))
         return run.info.run_id
 
 

@@ -15,7 +15,7 @@ def test_atomic_file_replaces_only_when_complete(tmp_path):
     write_text(target, "old\n")
     with pytest.raises(RuntimeError):
         with atomic_file(target) as tmp:
-            assert tmp.parent == tmp_path and tmp.suffix == ".csv"
+            assert tmp.parent.parent == tmp_path and tmp.name == "table.csv"
             tmp.write_text("half")
             raise RuntimeError("interrupted")
     assert target.read_text() == "old\n"
