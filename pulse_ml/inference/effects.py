@@ -125,8 +125,13 @@ def arm_data(table: SessionTable, preds: np.ndarray, study: CaseStudy, condition
         rows_unl=frame.loc[m_u])
 
 
-def compare(control: ArmData, treatment: ArmData, settings: InferenceSettings) -> ArmComparison:
-    """``compare_arms`` on two arms, cluster-robust by user when configured."""
+def compare(control: ArmData, treatment: ArmData, settings: InferenceSettings,
+            **rules: bool) -> ArmComparison:
+    """``compare_arms`` on two arms, cluster-robust by user when configured.
+
+    ``rules``: ``cr2`` / ``lambda_noise`` of :func:`compare_arms` (both on unless given; the
+    monitor's cumulative looks use neither).
+    """
     kw = {}
     if settings.clusters:
         kw = {"clusters_c": control.users, "clusters_t": treatment.users,
@@ -134,7 +139,7 @@ def compare(control: ArmData, treatment: ArmData, settings: InferenceSettings) -
     if control.w is not None and treatment.w is not None:
         kw.update(w_c=control.w, w_t=treatment.w)
     return compare_arms(control.y, control.f, control.f_unl, treatment.y, treatment.f,
-                        treatment.f_unl, alpha=settings.alpha, **kw)
+                        treatment.f_unl, alpha=settings.alpha, **kw, **rules)
 
 
 def word_count_name(column: str) -> str:
