@@ -91,7 +91,9 @@ def log_metrics(metrics: Mapping[str, float]) -> None:
     """Metrics on the active run (NaN values are skipped: MLflow would store them as NaN)."""
     import mlflow
 
-    clean = {k: float(v) for k, v in metrics.items()
+    from pulse_ml.names import metric_key
+
+    clean = {metric_key(str(k)): float(v) for k, v in metrics.items()
              if v is not None and np.isfinite(float(v))}
     if clean:
         mlflow.log_metrics(clean)
