@@ -96,12 +96,24 @@ def metric_keys(metrics: dict) -> dict:
 
 
 def _neutral_text(values: pd.Series) -> pd.Series:
-    """``values`` with a ``'`` before each text that a spreadsheet would run as a formula."""
-    text = values.astype(object)
-    starts = text.str.match(_FORMULA, na=False).astype(bool)
-    if not starts.any():
+    """``values`` with a ``'`` before each text that a spreadsheet would run as a formula.
+
+    Text columns are handled with vectorized string matching; columns of other objects
+    (dates, lists) are left alone; a column mixing texts with other values is checked cell by
+    cell (rare: the cells are few).
+    """
+    kind = pd.api.types.infer_dtype(values, skipna=True)
+    if kind not in ("string", "mixed", "mixed-integer", "empty"):
         return values
-    numbers = text.str.match(_NUMBER, na=False).astype(bool)
+    text = values.astype(object)
+    if kind == "string":
+        starts = text.str.match(_FORMULA, na=False).astype(bool)
+        numbers = text.str.match(_NUMBER, na=False).astype(bool)
+    else:
+        is_text = text.map(lambda v: isinstance(v, str)).astype(bool)
+        as_text = text.where(is_text, "")
+        starts = is_text & as_text.str.match(_FORMULA).astype(bool)
+        numbers = as_text.str.match(_NUMBER).astype(bool)
     hit = starts & ~numbers
     if not hit.any():
         return values
@@ -141,6 +153,15 @@ def write_csv(frame: pd.DataFrame, path: str | Path) -> None:
     """Write ``frame`` as a CSV report (no index) after :func:`neutralize_csv`.
 
     The one CSV writer of pulse-ml's reports (effects, features, judgments, audits, monitor,
-    comparisons, agreement, benchmarks, MLflow artifacts).
+    comparisons, agreement, benchmarks, MLflow artifacts). Python's CSV writer quotes a cell
+    holding a line feed but not one holding a bare carriage return, which spreadsheets read as
+    a row break: a table with such a cell is written with CRLF line ends (RFC 4180), which
+    makes the writer quote it.
     """
-    neutralize_csv(frame).to_csv(path, index=False)
+    safe = neutralize_csv(frame)
+    has_cr = any("\r" in str(c) for c in safe.columns)
+    for i in range(safe.shape[1]):
+        col = safe.iloc[:, i]
+        if not has_cr and pd.api.types.infer_dtype(col, skipna=True) == "string":
+            has_cr = bool(col.astype(object).str.contains("\r", regex=False, na=False).any())
+    safe.to_csv(path, index=False, lineterminator="\r\n" if has_cr else "\n")
