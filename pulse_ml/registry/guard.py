@@ -131,12 +131,10 @@ def wait_for_locks() -> None:
 
 
 def redact(uri: str) -> str:
-    """The URI without a password (safe to print)."""
-    parts = urllib.parse.urlsplit(uri)
-    if parts.password is None:
-        return uri
-    netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+    """The URI without a password, in its user-info or query string (safe to print)."""
+    from pulse_ml.redact import redact_uri
+
+    return redact_uri(uri)
 
 
 def sqlite_file(uri: str) -> Path | None:
@@ -301,7 +299,7 @@ def probe_database(uri: str, timeout: float) -> None:
            f"./mlruns/mlflow.db); {TIMEOUT_ENV} sets how long to wait (now {timeout:g} s).")
     try:
         parsed = make_url(uri)
-    except ArgumentError:
+    except (ArgumentError, ValueError):  # ValueError: a bad port or IPv6 bracket
         raise PulseError(f"MLFLOW_TRACKING_URI={shown} is not a database URL (e.g. "
                          "postgresql://user@host:5432/mlflow).") from None
     backend = parsed.get_backend_name()

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from pulse_ml.errors import PulseError
+from pulse_ml.redact import redact_text
 from pulse_ml.registry.keys import CHAMPION, REGISTERED_MODEL
 from pulse_ml.registry.lookup import require_model, require_store  # noqa: F401 - for the jobs
 
@@ -112,7 +113,7 @@ def register_version(logged: LoggedModel, version_tags: Mapping[str, str],
     version = str(mv.version)
     c = client()
     for key, value in version_tags.items():
-        c.set_model_version_tag(REGISTERED_MODEL, version, key, str(value))
+        c.set_model_version_tag(REGISTERED_MODEL, version, key, redact_text(str(value)))
     if description:
         c.update_model_version(REGISTERED_MODEL, version, description=description)
     if (c.get_registered_model(REGISTERED_MODEL).description or "") != (

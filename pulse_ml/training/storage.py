@@ -73,7 +73,7 @@ def open_storage(url: str | None, timeout: float | None = None):
     timeout = timeout or seconds_from_env(TIMEOUT_ENV, DEFAULT_TIMEOUT_S)
     try:
         parsed = make_url(url)
-    except ArgumentError:
+    except (ArgumentError, ValueError):  # ValueError: a bad port or IPv6 bracket
         raise PulseError(f"tuning.storage={shown}: not a database URL (e.g. "
                          "sqlite:///mlruns/optuna.db, postgresql://user@host/db) nor a journal "
                          "file (*.journal).") from None
