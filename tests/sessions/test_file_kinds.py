@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 
-import pandas as pd
 import pytest
 
 
