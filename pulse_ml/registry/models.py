@@ -171,6 +171,12 @@ def load_registered(model_uri: str):
         raise PulseError(f"cannot load model '{model_uri}': {msg}. Train and register one with "
                          "`pulse-ml train` (or `pulse-ml pipeline`), or pass model_uri=... "
                          "(e.g. models:/pulse-satisfaction/1).") from None
+    except Exception as exc:  # noqa: BLE001 - unpickling a damaged artifact raises anything
+        msg = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else ""
+        raise PulseError(f"model '{model_uri}': its artifact (ensemble.joblib) is corrupt or "
+                         f"unreadable ({type(exc).__name__}{': ' + msg if msg else ''}). "
+                         "Register it again with `pulse-ml train`, or pass another "
+                         "model_uri=models:/pulse-satisfaction/<version>.") from None
     try:
         ensemble = model.unwrap_python_model().ensemble
     except (AttributeError, MlflowException):
