@@ -48,10 +48,10 @@ from pulse_ml.faults import (
     shorten,
     within,
 )
+from pulse_ml.registry.http_probe import TIMEOUT_ENV, probe_http  # noqa: F401 - re-exported
 
 T = TypeVar("T")
 
-TIMEOUT_ENV = "PULSE_TRACKING_TIMEOUT"
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_BUSY_TIMEOUT_S = 60.0  # BUSY_TIMEOUT_ENV (faults.py) overrides it
 QUICK_CHECK_MAX_BYTES = 256 * 2**20  # larger stores get the O(1) header check only
@@ -245,30 +245,6 @@ def _write_problem(path: Path) -> str | None:
             return f"{path} cannot be opened for writing ({exc.strerror})"
         os.close(fd)
     return None
-
-
-def probe_http(uri: str, timeout: float) -> None:
-    """Make sure an HTTP(S) tracking server answers within ``timeout`` seconds.
-
-    Any HTTP answer counts (even 401/404: the server is there); no answer, a refused
-    connection or an unknown host raise.
-
-    Raises:
-        PulseError: naming the (redacted) URI and how long it waited.
-    """
-    url = uri.rstrip("/") + "/health"
-    try:
-        urllib.request.urlopen(urllib.request.Request(url, method="GET"), timeout=timeout).close()
-    except urllib.error.HTTPError:
-        return
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", None) or exc
-        if isinstance(reason, TimeoutError) or "timed out" in str(reason):
-            reason = f"no answer within {timeout:g} s"
-        raise PulseError(f"MLflow tracking server {redact(uri)} does not answer ({reason}). "
-                         "Start it or fix MLFLOW_TRACKING_URI (unset it to use the local store "
-                         f"./mlruns/mlflow.db); {TIMEOUT_ENV} sets how long to wait "
-                         f"(now {timeout:g} s).") from None
 
 
 def _database(uri: str) -> str | None:
