@@ -53,6 +53,7 @@ from pulse_ml.registry.http_probe import TIMEOUT_ENV, probe_http  # noqa: F401 -
 T = TypeVar("T")
 
 DEFAULT_TIMEOUT_S = 10.0
+SQLITE_MAX_PATH = 512  # SQLite's SQLITE_MAX_PATHNAME (unix VFS), in bytes
 DEFAULT_BUSY_TIMEOUT_S = 60.0  # BUSY_TIMEOUT_ENV (faults.py) overrides it
 QUICK_CHECK_MAX_BYTES = 256 * 2**20  # larger stores get the O(1) header check only
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -344,6 +345,11 @@ def check_store(uri: str, explicit: bool, write: bool) -> StoreCheck:
     """
     db = sqlite_file(uri)
     if db is not None:
+        size = len(str(db.expanduser().absolute()).encode()) + len("-journal")
+        if size > SQLITE_MAX_PATH:  # SQLite cannot open it; MLflow would retry for minutes
+            raise _refuse(uri, f"its path is {size - 8:,} bytes long, and SQLite opens no "
+                          f"database whose path (with '-journal') exceeds {SQLITE_MAX_PATH}",
+                          "Choose a shorter PULSE_HOME (or MLFLOW_TRACKING_URI).")
         if not db.parent.is_dir():
             if explicit:
                 raise _refuse(uri, f"the folder {db.parent} does not exist, so this would be a "
