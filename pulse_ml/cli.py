@@ -103,6 +103,10 @@ def main(argv: list[str] | None = None) -> None:
 
     from pulse_ml import signals
     from pulse_ml.errors import PulseError
+    from pulse_ml.redact import RedactingStream
+
+    # A password in a URI (user-info or ?password=) is never printed, whoever prints it.
+    sys.stdout, sys.stderr = RedactingStream(sys.stdout), RedactingStream(sys.stderr)
 
     signals.install()  # SIGTERM (a scheduler, `kill`) is handled like Ctrl-C
     try:

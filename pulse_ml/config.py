@@ -18,6 +18,7 @@ from typing import Any
 from pulse_ml.errors import PulseError
 from pulse_ml.faults import shorten
 from pulse_ml.paths import conf_dir, project_root
+from pulse_ml.yaml_limits import check_aliases, load_yaml_text
 
 # Config groups whose value may also be a path to a YAML file outside the package.
 _FILE_GROUPS = ("features", "model", "judge", "labeler")
@@ -156,7 +157,7 @@ def compose(verb: str, overrides: list[str] | None = None,
         GlobalHydra.instance().clear()
     OmegaConf.set_struct(cfg, False)
     for key, path in files.items():
-        cfg[key] = OmegaConf.load(path)
+        cfg[key] = OmegaConf.load(check_aliases(path))  # no billion laughs (yaml_limits.py)
         if "name" not in cfg[key]:
             cfg[key]["name"] = path.stem
     try:
@@ -316,10 +317,7 @@ def to_yaml(cfg: Node | Mapping[str, Any]) -> str:
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
     """Read a plain YAML file (catalogue entries, case studies) into a dict."""
-    import yaml
-
-    with open(path, encoding="utf-8") as fh:
-        data = yaml.safe_load(fh)
+    data = load_yaml_text(path, Path(path).read_text(encoding="utf-8"))  # aliases bounded
     return data if isinstance(data, dict) else {}
 
 

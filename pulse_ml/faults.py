@@ -103,6 +103,19 @@ def _filename(exc: BaseException) -> str | None:
     return None
 
 
+def java_missing(exc: BaseException) -> bool:
+    """Whether ``exc`` (or its cause) is PySpark's "Java gateway process exited" error."""
+    seen = 0
+    while exc is not None and seen < 10:
+        error_class = getattr(exc, "getErrorClass", None)
+        text = str(exc)
+        if (callable(error_class) and error_class() == "JAVA_GATEWAY_EXITED") \
+                or "JAVA_GATEWAY_EXITED" in text or "Java gateway process exited" in text:
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
+
+
 def explain(exc: BaseException) -> str | None:
     """One-line message for an environment fault that escaped a job, or None for a real bug.
 
@@ -113,6 +126,11 @@ def explain(exc: BaseException) -> str | None:
         The message (without the ``error:`` prefix), or None when ``exc`` is not a fault of the
         disk, the permissions or a database file.
     """
+    if java_missing(exc):
+        return ("Spark could not start Java (JAVA_GATEWAY_EXITED: no Java, or one too old for "
+                "this Spark). Install Java 17 (Debian/Ubuntu: apt-get install "
+                "openjdk-17-jre-headless; or point JAVA_HOME at one), or score without Spark: "
+                "engine=local.")
     target = _filename(exc)
     where = f"cannot write {target}" if target else "a write failed"
     reason = disk_reason(exc)

@@ -50,9 +50,9 @@ from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.table import (
     TIME_COLUMN,
     SessionTable,
-    require_started_at,
     study_arms,
 )
+from pulse_ml.sessions.time_checks import require_plausible_times
 from pulse_ml.stats.sequential import MonitorResult, monitor_effect
 
 DAY = pd.Timedelta(days=1)
@@ -278,8 +278,10 @@ def monitor_data(table: SessionTable, predictions: np.ndarray,
         The arrays and the calendar.
 
     Raises:
-        DataError: ``started_at`` missing, empty, in the future or against the id order.
-        PulseError: looks in the future, or an arm without enough labels by the last look.
+        DataError: ``started_at`` missing, empty, in the future, against the id order or far
+            before the others (``sessions/time_checks.py``).
+        PulseError: looks in the future, more than 1,000 daily looks, or an arm without enough
+            labels by the last look.
     """
     settings = settings or MonitorSettings()
     studies = tuple(table.case_studies if studies is None else studies)
@@ -287,7 +289,8 @@ def monitor_data(table: SessionTable, predictions: np.ndarray,
         raise PulseError(f"{table.path}: no two-arm case study to monitor. Fill case_study/"
                          "condition for the sessions of each A/B test.")
     now = _now(now)
-    require_started_at(table, [s.name for s in studies], now, settings.check_id_order)
+    require_plausible_times(table, [s.name for s in studies], now, settings.check_id_order,
+                            settings.looks.daily)  # no session far before the others
     frame = table.frame
     preds = np.asarray(predictions, dtype=np.float64)
     if preds.shape != (len(frame),):

@@ -15,6 +15,7 @@ import yaml
 
 from pulse_ml.errors import PulseError
 from pulse_ml.paths import catalog_dir
+from pulse_ml.yaml_limits import load_yaml_text
 
 ROW_KEYS = ("task_type", "benchmark", "delta_h_paper", "delta_b")
 
@@ -140,7 +141,7 @@ def load_comparisons(selected: Sequence[str] | None = None) -> list[BenchmarkCom
     out = []
     for path in paths:
         try:
-            node = yaml.safe_load(path.read_text()) or {}
+            node = load_yaml_text(path, path.read_text()) or {}
         except yaml.YAMLError as exc:
             raise PulseError(f"{path}: not valid YAML ({str(exc).splitlines()[0]}).") from None
         if not isinstance(node, Mapping):

@@ -35,6 +35,7 @@ import pandas as pd
 from pulse_ml.config import Node, choice, is_missing, mapping, number
 from pulse_ml.errors import DataError, PulseError
 from pulse_ml.inference.agreement import agreement_outcomes, agreement_table, validate_pairs
+from pulse_ml.names import write_csv
 from pulse_ml.report.plots import agreement_chart
 from pulse_ml.report.tables import markdown_table, say, text_table
 from pulse_ml.sessions.table import bad_values, numeric_column, where_rows
@@ -163,8 +164,8 @@ def run(cfg) -> pd.DataFrame:
 
     out = job.output
     with staged_outputs(out) as stage:  # every file complete, or none (earlier ones kept)
-        summary.to_csv(stage / "agreement.csv", index=False)
-        per_source.to_csv(stage / "per_source.csv", index=False)
+        write_csv(summary, stage / "agreement.csv")
+        write_csv(per_source, stage / "per_source.csv")
         (stage / "agreement.json").write_text(json.dumps(
             {"pairs": job.pairs_path, "sessions": job.data_path, "ties": job.ties,
              "tie_margin": job.tie_margin, "interval_n": job.interval_n, "rule": rule,

@@ -13,7 +13,9 @@ labeled-vs-unlabeled consistency check: R times (``replications``) it hides ``hi
 labels and compares with the all-labels estimate. It reacts to a labeled/unlabeled prediction
 shift (augmented rate clearly below the naive one); it is not a coverage check and its rates are
 not compared with the nominal level. Writes audit_<name>.json (both checks) and
-audit_<name>.csv (the split-half replications) to ``output``.
+audit_<name>.csv (the split-half replications) to ``output``; a name that is not a plain
+ASCII word (``/``, ``..``, spaces, emoji) appears there as a slug + short hash and verbatim
+inside the JSON.
 
 Example:
     pulse-ml audit case_study=plan split_half.replications=2000
@@ -32,6 +34,7 @@ from pulse_ml.config import Node, choice, flag, number, require
 from pulse_ml.errors import PulseError
 from pulse_ml.inference.effects import CLUSTER_MODES, InferenceSettings
 from pulse_ml.inference.honest import PREDICTION_MODES, honest_data
+from pulse_ml.names import file_part, write_csv
 from pulse_ml.report.html import run_identity
 from pulse_ml.report.tables import say
 from pulse_ml.sessions.case_studies import CaseStudy
@@ -128,9 +131,10 @@ def run(cfg: Node):
                "split_half": split, "consistency": cons, "truth": truth}
     per = pd.concat([a.per_replication.assign(method=m) for m, a in halves.items()],
                     ignore_index=True)
+    stem = f"audit_{file_part(name)}"  # a slug + hash for names unfit for a file name
     with staged_outputs(out) as stage:  # both files or neither; earlier ones stay otherwise
-        per.to_csv(stage / f"audit_{name}.csv", index=False)
-        (stage / f"audit_{name}.json").write_text(json.dumps(
+        write_csv(per, stage / f"{stem}.csv")
+        (stage / f"{stem}.json").write_text(json.dumps(
             {**summary, **run_identity(version, raw)}, indent=2, default=str))
     nominal = 1 - settings.alpha
     for note in notes:
@@ -169,9 +173,9 @@ def run(cfg: Node):
                 f"  covers the true effect: {'yes' if t['covers'] else 'NO'}")
     if mode == "in_sample":
         say("   warning: in_sample predictions leak labels; this audit cannot vouch for them.")
-    say(f"written: {out / f'audit_{name}.json'}, {out / f'audit_{name}.csv'}")
+    say(f"written: {out / f'{stem}.json'}, {out / f'{stem}.csv'}")
     if job.log_mlflow:
-        _log_run(job, result, check, [out / f"audit_{name}.json", out / f"audit_{name}.csv"],
+        _log_run(job, result, check, [out / f"{stem}.json", out / f"{stem}.csv"],
                  version, raw)
     return summary
 

@@ -42,6 +42,7 @@ from pulse_ml.inference.task_deltas import (
     load_comparisons,
     paper_deltas,
 )
+from pulse_ml.names import write_csv
 from pulse_ml.report.plots import task_delta_scatter
 from pulse_ml.report.tables import markdown_table, text_table
 
@@ -148,13 +149,13 @@ def _write(job: BenchmarksJob, deltas: pd.DataFrame, cats: pd.DataFrame | None,
         md += ["", "## Effect per category", "", markdown_table(cats, 3)]
     md += [""] + [f"> note: {n}" for n in notes]
     with staged_outputs(out) as stage:  # every file complete, or none (earlier ones kept)
-        deltas.to_csv(stage / "deltas.csv", index=False)
-        corr.to_csv(stage / "correlation.csv", index=False)
+        write_csv(deltas, stage / "deltas.csv")
+        write_csv(corr, stage / "correlation.csv")
         (stage / "correlation.json").write_text(json.dumps(
             {**meta, "summary": lines, "notes": notes,
              "correlations": corr.to_dict(orient="records")}, indent=2, default=str))
         if cats is not None:
-            cats.to_csv(stage / "categories.csv", index=False)
+            write_csv(cats, stage / "categories.csv")
         (stage / "benchmarks.md").write_text("\n".join(md) + "\n")
         task_delta_scatter(deltas, corr, stage / "scatter.png", _subtitle(job, meta))
     return [out / n for n in names]

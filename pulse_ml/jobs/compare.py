@@ -33,6 +33,7 @@ import pandas as pd
 
 from pulse_ml.config import Node, flag, names, number, text
 from pulse_ml.errors import DataError, PulseError
+from pulse_ml.names import file_part, write_csv
 from pulse_ml.registry import keys
 from pulse_ml.report.tables import markdown_table, say, text_table
 from pulse_ml.stats.paired import expected_ci_reduction_at_ratio
@@ -373,10 +374,10 @@ def _ablation(job: CompareSettings, table: pd.DataFrame) -> pd.DataFrame:
 
     out = job.output
     ablation = ablation_frame(table, job.group_by)
-    stem = "ablation_" + "_".join(job.group_by)
+    stem = "ablation_" + file_part("_".join(job.group_by))
     view = ablation_view(ablation, job.group_by)
     with staged_outputs(out) as stage:  # all three files or none
-        ablation.to_csv(stage / f"{stem}.csv", index=False)
+        write_csv(ablation, stage / f"{stem}.csv")
         (stage / f"{stem}.md").write_text(markdown_table(view) + "\n")
         ablation_plot(ablation, stage / f"{stem}.png", job.group_by)
     say(f"ablation by {', '.join(job.group_by)}: mean ± sd over the runs of each group "
@@ -447,13 +448,12 @@ def run(cfg: Node) -> pd.DataFrame:
     # a paired table of an earlier call would describe other runs: removed with the swap
     stale = ("paired.csv", "paired.png") if paired.empty else ()
     with staged_outputs(out, discard=stale) as stage:  # every file of this call or none
-        table.drop(columns=_HIDDEN).to_csv(stage / "comparison.csv", index=False)
+        write_csv(table.drop(columns=_HIDDEN), stage / "comparison.csv")
         (stage / "comparison.md").write_text(markdown_table(shown) + "\n")
         comparison_plot(table, stage / "comparison.png", _champion(),
                         subtitle=_plot_subtitle(table, reference))
         if not paired.empty:
-            paired.assign(significant=significance(paired)).to_csv(stage / "paired.csv",
-                                                                   index=False)
+            write_csv(paired.assign(significant=significance(paired)), stage / "paired.csv")
             paired_plot(paired, stage / "paired.png", reference[0], level)
             written += [out / "paired.csv", out / "paired.png"]
     say(text_table(_terminal_view(shown)))

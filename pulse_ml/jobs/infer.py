@@ -50,6 +50,7 @@ from pulse_ml.inference.effects import (
 )
 from pulse_ml.inference.honest import PREDICTION_MODES, honest_data
 from pulse_ml.inference.randomization import INFERENCE_MODES, RandomizationSettings
+from pulse_ml.names import write_csv
 from pulse_ml.report.tables import level_pct, markdown_table, say, text_table
 from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.readers import is_simulated, load_ground_truth, read_frame
@@ -125,7 +126,7 @@ def write_outputs(job: InferJob, effects: pd.DataFrame, results: list[CaseStudyR
     names = ("effects.json", "effects.csv", "effects.md", "forest.png", "features.csv",
              "label_shift.csv", "prediction_shift.csv", "report.html")
     with staged_outputs(job.output) as out:
-        effects.to_csv(out / "effects.csv", index=False)
+        write_csv(effects, out / "effects.csv")
         (out / "effects.json").write_text(json.dumps(
             {**meta, "effects": json_records(effects)}, indent=2, default=str))
         header = f"# Effects ({meta['mode']} predictions, model {meta['model']})\n\n"
@@ -138,13 +139,13 @@ def write_outputs(job: InferJob, effects: pd.DataFrame, results: list[CaseStudyR
                              f"{meta['model_family']}), {job.mode} predictions",
                     invalid=job.mode == "in_sample", alpha=job.settings.alpha)
         feats = pd.concat([r.features for r in results], ignore_index=True)
-        feats.to_csv(out / "features.csv", index=False)
+        write_csv(feats, out / "features.csv")
         shifts = [r.shift for r in results if len(r.shift)]
         shift = pd.concat(shifts, ignore_index=True) if shifts else pd.DataFrame()
-        shift.to_csv(out / "label_shift.csv", index=False)
+        write_csv(shift, out / "label_shift.csv")
         pred_shift = pd.concat([r.prediction_shift for r in results
                                 if r.prediction_shift is not None], ignore_index=True)
-        pred_shift.to_csv(out / "prediction_shift.csv", index=False)
+        write_csv(pred_shift, out / "prediction_shift.csv")
         warnings = [f"{name}: {w}" for name, ws in (meta.get("warnings") or {}).items()
                     for w in ws]  # the same warnings the terminal prints and effects.json keeps
         inference_report(out / "report.html", effects, meta, lineage or {}, out / "forest.png",

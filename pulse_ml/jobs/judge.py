@@ -34,6 +34,7 @@ import pandas as pd
 
 from pulse_ml.errors import PulseError
 from pulse_ml.llm.config import LLMConfig, llm_config_from_mapping
+from pulse_ml.names import file_part, write_csv
 from pulse_ml.training.folds import FoldSettings
 
 if TYPE_CHECKING:
@@ -164,9 +165,9 @@ def judge(s: JudgeSettings) -> JudgeResult:
     if s.table_out is not None:
         feature = judge_feature(raw, judgments, s.feature_column)
         metrics["n_filled"] = float(feature.n_filled)
-    csv_path = s.output / f"judgments_{s.judge.name}.csv"
+    csv_path = s.output / f"judgments_{file_part(s.judge.name)}.csv"
     with atomic_file(csv_path) as tmp:
-        judgments.to_csv(tmp, index=False)
+        write_csv(judgments, tmp)
     if feature is not None:
         write_table(feature.table, s.table_out, "pulse-ml judge: table_out")
     run_id = log_run(

@@ -53,6 +53,7 @@ from pulse_ml.inference.monitor import (
     printable,
     stop_lines,
 )
+from pulse_ml.names import write_csv
 from pulse_ml.report.html import run_identity
 from pulse_ml.report.tables import say, text_table
 from pulse_ml.sessions.case_studies import CaseStudy
@@ -125,7 +126,7 @@ def write_outputs(job: MonitorJob, result: Monitoring, meta: dict) -> list[Path]
     with staged_outputs(out) as stage:
         (stage / FILES[0]).write_text(json.dumps(doc, indent=2, default=str) + "\n",
                                       encoding="utf-8")
-        result.frame.to_csv(stage / FILES[1], index=False)
+        write_csv(result.frame, stage / FILES[1])
         monitor_plot(result.frame, result.stops, stage / FILES[2], title)
     return paths
 

@@ -43,6 +43,7 @@ from pulse_ml.config import Node, choice, flag, mapping, names, number, text, to
 from pulse_ml.errors import PulseError
 from pulse_ml.models.factory import ModelSpec, model_spec_from_mapping
 from pulse_ml.models.text_cache import cache_folder
+from pulse_ml.names import write_csv
 from pulse_ml.report.tables import say, wrap_lines
 from pulse_ml.sessions.feature_sets import FeatureSet
 from pulse_ml.sessions.table import SessionTable, load_sessions, note_lines
@@ -235,7 +236,7 @@ def _study_files(fit: FamilyFit, objective: str, folder: Path) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     files = []
     if fit.history is not None and len(fit.history):
-        fit.history.to_csv(folder / "optimization_history.csv", index=False)
+        write_csv(fit.history, folder / "optimization_history.csv")
         study_history_plot(fit.history, folder / "optimization_history.png", objective,
                            f"{fit.family}: optimization history ({fit.study_name})")
         files += [folder / "optimization_history.csv", folder / "optimization_history.png"]

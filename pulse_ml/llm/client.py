@@ -113,10 +113,38 @@ def _retryable(exc: BaseException, litellm) -> bool:
 
 
 def _reason(exc: BaseException) -> str:
+    """``<ErrorType> [status]: <the informative line of its message>``.
+
+    A server error may quote a Python traceback; its bare header ("Traceback (most recent call
+    last):") says nothing, so the last line (the exception itself) is quoted instead.
+    """
     name = type(exc).__name__
     status = getattr(exc, "status_code", None)
-    msg = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else ""
+    header = "Traceback (most recent call last):"
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    if lines and any(header in line for line in lines):
+        head = lines[0].split(header)[0].strip() if header in lines[0] else lines[0]
+        tail = [line for line in lines if header not in line
+                and not line.startswith(("File ", "^", "~"))][-1:]
+        lines = [f"{head} {tail[0] if tail else '(a traceback without its error)'}".strip()]
+    msg = lines[0][:160] if lines else ""
     return f"{name}{f' {status}' if status else ''}: {msg}"
+
+
+def _answer_text(response) -> str:
+    """The assistant text of a chat completion.
+
+    Raises:
+        AnswerError: the answer has no ``choices`` (or no message in its first choice).
+    """
+    choices = getattr(response, "choices", None)
+    if not choices:
+        raise AnswerError("the server's answer has no choices (empty `choices`: no completion)")
+    message = getattr(choices[0], "message", None)
+    if message is None:
+        raise AnswerError("the server's answer has no message in its first choice")
+    content = getattr(message, "content", None)
+    return content if isinstance(content, str) else ""
 
 
 class LLMClient:
@@ -156,7 +184,14 @@ class LLMClient:
                                       num_retries=0, max_retries=0, **self.cfg.params())
         if self.cfg.api_base:
             kwargs["api_base"] = self.cfg.api_base
-        return await self._litellm.acompletion(**kwargs)
+        # litellm's timeout bounds each read, so a server that dribbles its answer a byte at a
+        # time would keep the call open for ever: the whole call is bounded here.
+        try:
+            return await asyncio.wait_for(self._litellm.acompletion(**kwargs),
+                                          timeout=self.cfg.timeout)
+        except TimeoutError:
+            raise TimeoutError(f"no complete answer within timeout={self.cfg.timeout:g} s "
+                               "(the server is slow or sends its answer slowly)") from None
 
     async def call(self, messages: list[dict], parse: Parser,
                    semaphore: asyncio.Semaphore) -> CallResult:
@@ -187,7 +222,11 @@ class LLMClient:
                 if not _retryable(exc, self._litellm):
                     return result
                 continue
-            text = response.choices[0].message.content or ""
+            try:
+                text = _answer_text(response)
+            except AnswerError as exc:
+                result.error = f"InvalidAnswer: {exc}"
+                continue
             usage = getattr(response, "usage", None)
             t_in = int(getattr(usage, "prompt_tokens", 0) or 0)
             t_out = int(getattr(usage, "completion_tokens", 0) or 0)

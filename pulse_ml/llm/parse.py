@@ -20,40 +20,94 @@ TASK_CATEGORIES = {
 FAILURE_MODES = ("misunderstood_intention", "did_not_follow_instruction", "insufficient_analysis",
                  "insufficient_testing", "insufficient_debugging", "incomplete_implementation",
                  "scope_creep")
-_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
+_TOKENS = re.compile(r'[{}"\\]')
+_OBJECT_START = re.compile(r'\{\s*["}]')  # a JSON object opens with a key or closes at once
+MAX_CANDIDATE_DEPTH = 64  # objects nested deeper than this are not tried on their own
 
 
 class AnswerError(ValueError):
     """The answer is not valid for its prompt (the call is retried, then marked missing)."""
 
 
+def _fenced(text: str) -> list[str]:
+    """The contents of the ```-fenced blocks of ``text`` (a leading ``json`` tag dropped)."""
+    blocks = text.split("```")[1:-1:2]  # linear, unlike a lazy regex over many fences
+    return [re.sub(r"^(?:json|JSON)?\s*", "", b, count=1).strip() for b in blocks]
+
+
+def _object_spans(text: str, strings: bool) -> list[tuple[int, int]]:
+    """``(start, end)`` of every balanced ``{...}`` in ``text``, in order of start.
+
+    One pass over the braces (and, with ``strings``, the quotes and backslashes inside braces,
+    so a brace inside a JSON string does not count). Objects nested more than
+    ``MAX_CANDIDATE_DEPTH`` deep are left out, so trying every span costs at most
+    ``MAX_CANDIDATE_DEPTH`` passes over the text (the old try-at-every-``{`` was quadratic).
+    """
+    spans: list[tuple[int, int]] = []
+    stack: list[int] = []
+    in_string, skip = False, -1
+    for match in _TOKENS.finditer(text):
+        ch, pos = match.group(), match.start()
+        if pos == skip:
+            continue
+        if strings and stack and (in_string or ch == '"'):
+            if ch == "\\":
+                skip = pos + 1
+            elif ch == '"':
+                in_string = not in_string
+            continue
+        if ch == "{":
+            stack.append(pos)
+        elif ch == "}" and stack:
+            start = stack.pop()
+            if len(stack) < MAX_CANDIDATE_DEPTH:
+                spans.append((start, pos + 1))
+    spans.sort()
+    return spans
+
+
+def _loads_dict(text: str, deep: list[bool]) -> dict | None:
+    """``text`` as a JSON object, else None (``deep[0]`` set when it was nested too deeply)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    except RecursionError:  # e.g. 10,000 nested brackets: the decoder's own recursion limit
+        deep[0] = True
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def extract_json(text: str) -> Any:
     """Return the first JSON object in ``text``.
 
-    Tries the whole text, then each fenced block, then every ``{`` position.
+    Tries the whole text, then each fenced block, then every balanced ``{...}`` in order of
+    its start (linear in the text up to ``MAX_CANDIDATE_DEPTH``; a 200,000-character answer of
+    braces is answered at once).
 
     Raises:
-        AnswerError: if no JSON object is found.
+        AnswerError: if no JSON object is found, naming the answer as not JSON (or as JSON
+            nested too deeply).
     """
     if not isinstance(text, str) or not text.strip():
         raise AnswerError("empty answer")
-    candidates = [text.strip()] + [m.strip() for m in _FENCE.findall(text)]
-    for cand in candidates:
-        try:
-            value = json.loads(cand)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, dict):
+    deep = [False]
+    for cand in [text.strip(), *_fenced(text)]:
+        value = _loads_dict(cand, deep)
+        if value is not None:
             return value
-    decoder = json.JSONDecoder()
-    for match in re.finditer(r"\{", text):
-        try:
-            value, _ = decoder.raw_decode(text, match.start())
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, dict):
-            return value
-    raise AnswerError(f"no JSON object in the answer: {text[:80]!r}")
+    tried: set[tuple[int, int]] = set()
+    for strings in (True, False):  # string-aware first; plain braces if prose has stray quotes
+        for start, end in _object_spans(text, strings):
+            if (start, end) in tried or not _OBJECT_START.match(text, start):
+                continue
+            tried.add((start, end))
+            value = _loads_dict(text[start:end], deep)
+            if value is not None:
+                return value
+    if deep[0]:
+        raise AnswerError("the answer's JSON is nested too deeply to read (thousands of levels)")
+    raise AnswerError(f"the answer is not JSON (no JSON object in it): {text[:80]!r}")
 
 
 def _norm(value: Any) -> str:

@@ -24,6 +24,8 @@ class Reply:
         raw: Raw body instead of a chat completion (garbage tests).
         delay: Extra seconds before answering.
         drop: Close the connection without any answer.
+        dribble: Seconds between the bytes of the body (a server that answers ever so slowly:
+            each read gets a byte in time, so only a bound on the whole call stops it).
     """
 
     status: int = 200
@@ -31,6 +33,7 @@ class Reply:
     raw: str | None = None
     delay: float = 0.0
     drop: bool = False
+    dribble: float = 0.0
 
 
 SENTIMENT_ANSWER = ('{"task_description": "Build a tool", "sentiment": {"classification": '
@@ -174,7 +177,16 @@ class StubLLMServer:
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
-                self.wfile.write(payload)
+                if reply.dribble <= 0:
+                    self.wfile.write(payload)
+                    return
+                try:
+                    for i in range(len(payload)):
+                        self.wfile.write(payload[i:i + 1])
+                        self.wfile.flush()
+                        time.sleep(reply.dribble)
+                except OSError:  # the client gave up (its timeout): stop dribbling
+                    self.close_connection = True
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True

@@ -45,6 +45,7 @@ from sklearn.model_selection import KFold
 from sklearn.preprocessing import normalize
 
 from pulse_ml.errors import PulseError
+from pulse_ml.models.lexicon import cap_messages, vader_compound
 from pulse_ml.models.text_cache import (
     count_store,
     memoize,
@@ -225,18 +226,6 @@ def parse_encoders(value: str | Sequence[str], allowed: Sequence[str], what: str
 # --------------------------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=1)
-def _vader_analyzer():
-    module = require_package("vaderSentiment.vaderSentiment", "vader")
-    return module.SentimentIntensityAnalyzer()
-
-
-def _vader_compound(texts: list[str]) -> np.ndarray:
-    analyzer = _vader_analyzer()
-    # VADER is a pure-Python rule set: one call per *distinct* text, results are cached.
-    return np.array([[analyzer.polarity_scores(t)["compound"]] for t in texts], dtype=np.float32)
-
-
 def _split_turns(texts: np.ndarray, turn_sep: str) -> tuple[np.ndarray, np.ndarray]:
     """Non-empty messages of each text and the text index each comes from."""
     series = pd.Series(texts, dtype=object)
@@ -264,7 +253,9 @@ def vader_features(texts: Sequence[str], turn_sep: str = "\n",
     Notes:
         VADER (Hutto & Gilbert 2014) is a rule-based valence lexicon with negation, intensifier
         and punctuation rules; the compound score lies in [-1, 1]. It uses no label, so it is
-        honest to compute it on all rows; scores are cached per distinct message.
+        honest to compute it on all rows; scores are cached per distinct message. A message
+        longer than 5,000 characters is scored on its first and last 2,500 (with a note):
+        VADER's time is quadratic in a message's words (``pulse_ml/models/lexicon.py``).
 
     References:
         Hutto, C. J. & Gilbert, E. (2014). VADER: A parsimonious rule-based model for sentiment
@@ -274,7 +265,8 @@ def vader_features(texts: Sequence[str], turn_sep: str = "\n",
     n = len(texts)
     store = store_for("vader-compound", 1, cache_dir)
     turns, owner = _split_turns(texts, turn_sep)
-    comp = store.get(turns, _vader_compound)[:, 0] if len(turns) else np.empty(0, np.float32)
+    turns = cap_messages(turns)  # VADER is quadratic in a message's words: long ones are cut
+    comp = store.get(turns, vader_compound)[:, 0] if len(turns) else np.empty(0, np.float32)
     comp = comp.astype(np.float64)
     # VADER's compound is s / sqrt(s^2 + 15) of the summed valences s: invert it per message
     # and sum, which scores the whole text without running VADER on long texts again.

@@ -48,11 +48,12 @@ from pulse_ml.faults import (
     shorten,
     within,
 )
+from pulse_ml.registry.http_probe import TIMEOUT_ENV, probe_http  # noqa: F401 - re-exported
 
 T = TypeVar("T")
 
-TIMEOUT_ENV = "PULSE_TRACKING_TIMEOUT"
 DEFAULT_TIMEOUT_S = 10.0
+SQLITE_MAX_PATH = 512  # SQLite's SQLITE_MAX_PATHNAME (unix VFS), in bytes
 DEFAULT_BUSY_TIMEOUT_S = 60.0  # BUSY_TIMEOUT_ENV (faults.py) overrides it
 QUICK_CHECK_MAX_BYTES = 256 * 2**20  # larger stores get the O(1) header check only
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -131,12 +132,10 @@ def wait_for_locks() -> None:
 
 
 def redact(uri: str) -> str:
-    """The URI without a password (safe to print)."""
-    parts = urllib.parse.urlsplit(uri)
-    if parts.password is None:
-        return uri
-    netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+    """The URI without a password, in its user-info or query string (safe to print)."""
+    from pulse_ml.redact import redact_uri
+
+    return redact_uri(uri)
 
 
 def sqlite_file(uri: str) -> Path | None:
@@ -249,30 +248,6 @@ def _write_problem(path: Path) -> str | None:
     return None
 
 
-def probe_http(uri: str, timeout: float) -> None:
-    """Make sure an HTTP(S) tracking server answers within ``timeout`` seconds.
-
-    Any HTTP answer counts (even 401/404: the server is there); no answer, a refused
-    connection or an unknown host raise.
-
-    Raises:
-        PulseError: naming the (redacted) URI and how long it waited.
-    """
-    url = uri.rstrip("/") + "/health"
-    try:
-        urllib.request.urlopen(urllib.request.Request(url, method="GET"), timeout=timeout).close()
-    except urllib.error.HTTPError:
-        return
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", None) or exc
-        if isinstance(reason, TimeoutError) or "timed out" in str(reason):
-            reason = f"no answer within {timeout:g} s"
-        raise PulseError(f"MLflow tracking server {redact(uri)} does not answer ({reason}). "
-                         "Start it or fix MLFLOW_TRACKING_URI (unset it to use the local store "
-                         f"./mlruns/mlflow.db); {TIMEOUT_ENV} sets how long to wait "
-                         f"(now {timeout:g} s).") from None
-
-
 def _database(uri: str) -> str | None:
     """The backend of a database tracking URI (``postgresql``, ``mysql``, …), else None."""
     scheme = uri.split("://", 1)[0] if "://" in uri else ""
@@ -301,7 +276,7 @@ def probe_database(uri: str, timeout: float) -> None:
            f"./mlruns/mlflow.db); {TIMEOUT_ENV} sets how long to wait (now {timeout:g} s).")
     try:
         parsed = make_url(uri)
-    except ArgumentError:
+    except (ArgumentError, ValueError):  # ValueError: a bad port or IPv6 bracket
         raise PulseError(f"MLFLOW_TRACKING_URI={shown} is not a database URL (e.g. "
                          "postgresql://user@host:5432/mlflow).") from None
     backend = parsed.get_backend_name()
@@ -370,6 +345,11 @@ def check_store(uri: str, explicit: bool, write: bool) -> StoreCheck:
     """
     db = sqlite_file(uri)
     if db is not None:
+        size = len(str(db.expanduser().absolute()).encode()) + len("-journal")
+        if size > SQLITE_MAX_PATH:  # SQLite cannot open it; MLflow would retry for minutes
+            raise _refuse(uri, f"its path is {size - 8:,} bytes long, and SQLite opens no "
+                          f"database whose path (with '-journal') exceeds {SQLITE_MAX_PATH}",
+                          "Choose a shorter PULSE_HOME (or MLFLOW_TRACKING_URI).")
         if not db.parent.is_dir():
             if explicit:
                 raise _refuse(uri, f"the folder {db.parent} does not exist, so this would be a "

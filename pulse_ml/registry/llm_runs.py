@@ -27,16 +27,18 @@ def log_run(experiment: str, run_name: str, tags: Mapping[str, str],
     """Log one run with params, metrics and CSV / text artifacts; return its run id."""
     import mlflow
 
+    from pulse_ml.names import metric_key, write_csv
+    from pulse_ml.redact import redact_values
     from pulse_ml.registry.runs import open_experiment
 
     open_experiment(experiment)
-    with mlflow.start_run(run_name=run_name, tags=dict(tags)) as run:
-        mlflow.log_params({k: "" if v is None else v for k, v in params.items()})
-        mlflow.log_metrics({k: float(v) for k, v in metrics.items()})
+    with mlflow.start_run(run_name=run_name, tags=redact_values(dict(tags))) as run:
+        mlflow.log_params(redact_values({k: "" if v is None else v for k, v in params.items()}))
+        mlflow.log_metrics({metric_key(str(k)): float(v) for k, v in metrics.items()})
         with tempfile.TemporaryDirectory() as tmp:
             for name, frame in (tables or {}).items():
                 path = Path(tmp) / name
-                frame.to_csv(path, index=False)
+                write_csv(frame, path)
                 mlflow.log_artifact(str(path))
             for name, text in (texts or {}).items():
                 path = Path(tmp) / name

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from pulse_ml.errors import PulseError
+from pulse_ml.redact import redact_text
 from pulse_ml.registry.keys import CHAMPION, REGISTERED_MODEL
 from pulse_ml.registry.lookup import require_model, require_store  # noqa: F401 - for the jobs
 
@@ -112,7 +113,7 @@ def register_version(logged: LoggedModel, version_tags: Mapping[str, str],
     version = str(mv.version)
     c = client()
     for key, value in version_tags.items():
-        c.set_model_version_tag(REGISTERED_MODEL, version, key, str(value))
+        c.set_model_version_tag(REGISTERED_MODEL, version, key, redact_text(str(value)))
     if description:
         c.update_model_version(REGISTERED_MODEL, version, description=description)
     if (c.get_registered_model(REGISTERED_MODEL).description or "") != (
@@ -170,6 +171,12 @@ def load_registered(model_uri: str):
         raise PulseError(f"cannot load model '{model_uri}': {msg}. Train and register one with "
                          "`pulse-ml train` (or `pulse-ml pipeline`), or pass model_uri=... "
                          "(e.g. models:/pulse-satisfaction/1).") from None
+    except Exception as exc:  # noqa: BLE001 - unpickling a damaged artifact raises anything
+        msg = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else ""
+        raise PulseError(f"model '{model_uri}': its artifact (ensemble.joblib) is corrupt or "
+                         f"unreadable ({type(exc).__name__}{': ' + msg if msg else ''}). "
+                         "Register it again with `pulse-ml train`, or pass another "
+                         "model_uri=models:/pulse-satisfaction/<version>.") from None
     try:
         ensemble = model.unwrap_python_model().ensemble
     except (AttributeError, MlflowException):

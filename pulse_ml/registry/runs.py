@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from pulse_ml.errors import PulseError
+from pulse_ml.redact import redact_text, redact_values
 from pulse_ml.registry import keys
 from pulse_ml.registry.models import client
 from pulse_ml.registry.store import git_commit, setup
@@ -60,12 +61,12 @@ def family_run(family: str, feature_set: str, fingerprint: str, objective: str,
             tags[keys.SEED] = str(seed)
         if description:
             tags[keys.NOTE] = description
-        mlflow.set_tags(tags)
+        mlflow.set_tags(redact_values(tags))
         yield run.info.run_id
         mlflow.end_run("FINISHED")
     except BaseException as exc:
         interrupted = isinstance(exc, KeyboardInterrupt)  # Ctrl-C or SIGTERM (signals.py)
-        mlflow.set_tag("error", str(exc)[:500] or type(exc).__name__)
+        mlflow.set_tag("error", redact_text(str(exc))[:500] or type(exc).__name__)
         mlflow.end_run("KILLED" if interrupted else "FAILED")
         if isinstance(exc, PulseError) or interrupted:
             raise
@@ -84,14 +85,16 @@ def set_tags(tags: Mapping[str, str]) -> None:
     """Tags on the active run."""
     import mlflow
 
-    mlflow.set_tags({k: str(v) for k, v in tags.items()})
+    mlflow.set_tags(redact_values({k: str(v) for k, v in tags.items()}))
 
 
 def log_metrics(metrics: Mapping[str, float]) -> None:
     """Metrics on the active run (NaN values are skipped: MLflow would store them as NaN)."""
     import mlflow
 
-    clean = {k: float(v) for k, v in metrics.items()
+    from pulse_ml.names import metric_key
+
+    clean = {metric_key(str(k)): float(v) for k, v in metrics.items()
              if v is not None and np.isfinite(float(v))}
     if clean:
         mlflow.log_metrics(clean)
@@ -111,8 +114,8 @@ def log_family_run(*, run_name: str, tags: Mapping[str, str], params: Mapping[st
     from mlflow.entities import Metric
 
     run_id = mlflow.active_run().info.run_id
-    mlflow.set_tags(dict(tags))
-    mlflow.log_params({k: ("None" if v is None else v) for k, v in params.items()})
+    mlflow.set_tags(redact_values(dict(tags)))
+    mlflow.log_params(redact_values({k: ("None" if v is None else v) for k, v in params.items()}))
     log_metrics(metrics)
     now = int(time.time() * 1000)
     steps = [Metric(key, float(v), now, step) for key, values in fold_metrics.items()
@@ -346,12 +349,12 @@ def log_inference_run(run_name: str, tags: Mapping[str, str], params: Mapping[st
     if model_version is not None:
         description = f"{description or ''}\n\n{_model_line(model_version)}".strip()
     with mlflow.start_run(run_name=run_name) as run:
-        mlflow.set_tags({k: str(v) for k, v in tags.items()})
+        mlflow.set_tags(redact_values({k: str(v) for k, v in tags.items()}))
         if description:
-            mlflow.set_tag(keys.NOTE, description)
+            mlflow.set_tag(keys.NOTE, redact_text(description))
         if model_version is not None:
             link_model_version(model_version)
-        mlflow.log_params(dict(params))
+        mlflow.log_params(redact_values(dict(params)))
         log_metrics(metrics)
         if dataset is not None:
             log_dataset(dataset["frame"], str(dataset["source"]), str(dataset["name"]),
@@ -403,7 +406,7 @@ def link_model_version(version, run_id: str | None = None) -> None:
     if model_id:
         found[keys.MODEL_ID] = model_id
     for key, value in found.items():
-        c.set_tag(run, key, str(value))
+        c.set_tag(run, key, redact_text(str(value)))
     if model_id:
         c.log_inputs(run, models=[LoggedModelInput(model_id)])
 

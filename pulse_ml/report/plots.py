@@ -9,10 +9,16 @@ import pandas as pd
 
 
 def pyplot():
-    """Matplotlib's pyplot on the Agg backend (files only, no display needed)."""
+    r"""Matplotlib's pyplot on the Agg backend (files only, no display needed).
+
+    Mathtext is off: labels are case-study, condition and feature names (data), so a name
+    such as ``$x^2$`` or ``$\foo$`` is drawn as typed instead of being parsed as TeX (which
+    raised ``ValueError`` for an unknown command).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
+    matplotlib.rcParams["text.parse_math"] = False
     import matplotlib.pyplot as plt
 
     return plt

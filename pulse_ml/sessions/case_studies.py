@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
 from pulse_ml.errors import PulseError
 from pulse_ml.paths import catalog_dir
+from pulse_ml.yaml_limits import load_yaml_text
 
 MIN_LABELED_PER_ARM = 2
 RANDOMIZATION_UNITS = {"user": "every session of a user was assigned to one arm",
@@ -81,7 +81,7 @@ def load_configured(extra_dirs: Iterable[str | Path] = ()) -> dict[str, CaseStud
                 raise PulseError(f"case-study folder {folder} does not exist.")
             continue
         for path in sorted(folder.glob("*.y*ml")):
-            node = yaml.safe_load(path.read_text()) or {}
+            node = load_yaml_text(path, path.read_text()) or {}
             study = from_mapping(node, default_name=path.stem)
             studies[study.name] = study
     return studies

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pulse_ml.errors import DataError
+from pulse_ml.sessions.file_kinds import first_bad_json_line, not_a_file, require_unique_header
 
 PARQUET = (".parquet", ".pq")
 CSV = (".csv",)
@@ -52,8 +53,7 @@ def read_frame(path: str | Path, text_columns: Iterable[str] = ()) -> pd.DataFra
             f"unsupported extension '{path.suffix or '(none)'}'. "
             f"Use one of {', '.join(sorted(READERS))} (Parquet, CSV or JSON Lines)."])
     if not path.is_file():
-        raise DataError(str(path), ["no such file. Check the path, or create demo data with "
-                                    "`pulse-ml simulate`."])
+        raise DataError(str(path), [not_a_file(path, kind)])
     if path.stat().st_size == 0:
         raise DataError(str(path), ["the file is empty. Expected a header and one row per "
                                     "session."])
@@ -61,13 +61,18 @@ def read_frame(path: str | Path, text_columns: Iterable[str] = ()) -> pd.DataFra
         if kind == "parquet":
             frame = pd.read_parquet(path)
         elif kind == "csv":
+            require_unique_header(path)
             frame = pd.read_csv(path, dtype=csv_dtypes(text_columns), keep_default_na=True)
         else:
             frame = pd.read_json(path, lines=True, dtype={"session_id": str, "user_id": str})
+    except DataError:
+        raise
     except Exception as exc:  # noqa: BLE001 - any parser failure is the user's file
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DataError(str(path), [f"cannot be read as {kind}: {reason[:200]}. Is the file "
-                                    f"complete and really {kind}?"]) from None
+        line = first_bad_json_line(path) if kind == "jsonl" else None
+        where = f"line {line[0]} is not JSON ({line[1]}); " if line else ""
+        raise DataError(str(path), [f"cannot be read as {kind}: {where}{reason[:200]}. Is the "
+                                    f"file complete and really {kind}?"]) from None
     if frame.shape[0] == 0:
         raise DataError(str(path), ["the table has no rows. Expected one row per session."])
     return frame
@@ -148,10 +153,12 @@ def input_columns(path: Path) -> list[str]:
         raise DataError(str(path), [f"unsupported extension '{path.suffix or '(none)'}' for "
                                     "scoring. Use a .parquet or .csv session table."])
     if not path.is_file():
-        raise DataError(str(path), ["no such file. Check data.path."])
+        raise DataError(str(path), [not_a_file(path, "parquet" if suffix in PARQUET else "csv")])
     if path.stat().st_size == 0:
         raise DataError(str(path), ["the file is empty. Expected a header and one row per "
                                     "session."])
+    if suffix in CSV:
+        require_unique_header(path)  # pandas would read a second 'x' as 'x.1'
     try:
         if suffix in PARQUET:
             return list(pq.ParquetFile(path).schema_arrow.names)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from pulse_ml.redact import redact_uri
 from pulse_ml.report.tables import text_table, wrap_lines
 from pulse_ml.stats.paired import PairedComparison
 from pulse_ml.training.family import FamilyFit
@@ -136,7 +137,7 @@ def summary(result: TrainResult, model_name: str, version_url: str | None = None
         lines.append(f"registered: version {result.version} of {model_name}"
                      + (f" ({version_url})" if version_url else ""))
     if result.storage:
-        lines.append(f"study: {result.study_name} in {result.storage} (add trials with "
+        lines.append(f"study: {result.study_name} in {redact_uri(result.storage)} (add trials with "
                      f"tuning.study_name={result.study_name})")
     lines.append(f"MLflow run: {result.run_url}")
     if ui_hint:

@@ -32,11 +32,53 @@ def is_journal(url: str) -> bool:
     return url.endswith(JOURNAL_SUFFIXES) or "://" not in url
 
 
+def check_journal(path: Path, url: str) -> None:
+    """Refuse a journal file that is not one: not text, a line that is no record, or cut off.
+
+    Optuna reads a journal as one JSON record per line; garbage raised a UnicodeDecodeError
+    and a truncated file an ``AssertionError("Should not reach.")`` deep inside Optuna.
+
+    Raises:
+        PulseError: naming the journal, the line and what to do.
+    """
+    import json
+
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    fix = ("Restore it from a backup, or start a new study (another tuning.storage, or "
+           "tuning.storage=auto).")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise PulseError(f"tuning.storage={url}: {path} is not an Optuna journal (it is not "
+                         f"text). {fix}") from None
+    except OSError as exc:
+        raise PulseError(f"tuning.storage={url}: cannot read the journal {path} "
+                         f"({exc.strerror or exc}).") from None
+    lines = text.split("\n")
+    last = max((i for i, line in enumerate(lines, start=1) if line.strip()), default=0)
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            record = None
+        if isinstance(record, dict) and "op_code" in record:
+            continue
+        if number == last:  # the last record is cut off: the write was cut short
+            raise PulseError(f"tuning.storage={url}: the Optuna journal {path} is truncated "
+                             f"(its last line, {number}, is cut off). {fix}")
+        raise PulseError(f"tuning.storage={url}: {path} is not an Optuna journal (line "
+                         f"{number} is not a journal record). {fix}")
+
+
 def _journal(url: str):
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
 
     path = Path(url).expanduser().resolve()
+    check_journal(path, url)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         return JournalStorage(JournalFileBackend(str(path)))
@@ -73,7 +115,7 @@ def open_storage(url: str | None, timeout: float | None = None):
     timeout = timeout or seconds_from_env(TIMEOUT_ENV, DEFAULT_TIMEOUT_S)
     try:
         parsed = make_url(url)
-    except ArgumentError:
+    except (ArgumentError, ValueError):  # ValueError: a bad port or IPv6 bracket
         raise PulseError(f"tuning.storage={shown}: not a database URL (e.g. "
                          "sqlite:///mlruns/optuna.db, postgresql://user@host/db) nor a journal "
                          "file (*.journal).") from None
