@@ -59,3 +59,38 @@ def test_report_loads_without_console_errors_and_shows_effects(small_demo, pulse
         assert driver.execute_script("return arguments[0].naturalWidth", image) > 100
     finally:
         driver.quit()
+
+
+def test_report_shows_hostile_names_as_text(small_demo, pulse_home, tmp_path):
+    """Names are data in the browser too: markup and formulas in case-study and condition names
+    are shown as typed, nothing runs (issue 26)."""
+    import pandas as pd
+    from selenium.common.exceptions import NoAlertPresentException
+    from selenium.webdriver.common.by import By
+
+    train.run(compose("train", [f"data.path={small_demo}", "progress=false", "model=mean"]))
+    names = {"plan": "<img src=x onerror=alert(1)> plan (ü)",
+             "claude4_vs_gpt5": '=HYPERLINK("http://x")'}
+    frame = pd.read_parquet(small_demo)
+    frame["case_study"] = frame["case_study"].map(lambda v: names.get(v, v))
+    frame["condition"] = frame["condition"].replace({"no-plan": "<b>$x^2$</b> (control)"})
+    path = tmp_path / "hostile.parquet"
+    frame.to_parquet(path, index=False)
+    infer.run(compose("infer", [f"data.path={path}", "permutations=200"]))
+    out = pulse_home / "results" / "infer"
+    driver = _driver()
+    try:
+        driver.get((out / "report.html").as_uri())
+        try:
+            text = driver.switch_to.alert.text
+            pytest.fail(f"a name ran as script (alert {text!r})")
+        except NoAlertPresentException:
+            pass
+        assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
+        assert driver.find_elements(By.CSS_SELECTOR, "img[src='x']") == []
+        assert driver.find_elements(By.CSS_SELECTOR, "#effects b") == []
+        table = driver.find_element(By.ID, "effects")
+        shown = {td.text for td in table.find_elements(By.CSS_SELECTOR, "tbody td")}
+        assert names["plan"] in shown and names["claude4_vs_gpt5"] in shown, sorted(shown)
+    finally:
+        driver.quit()
