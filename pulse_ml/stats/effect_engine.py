@@ -27,11 +27,11 @@ References:
     (n-2)/(n-3) and t(n-2) for one estimated control coefficient).
     B. L. Welch. The generalization of "Student's" problem when several different population
     variances are involved. Biometrika 34, 1947 (Satterthwaite-Welch df).
+    R. M. Bell, D. F. McCaffrey. Bias reduction in standard errors for linear regression with
+    multi-stage samples. Survey Methodology 28(2), 2002 (CR2, effective-cluster dfs).
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -39,7 +39,8 @@ from scipy.stats import t as student_t
 
 from pulse_ml.stats import cluster_moments as cm
 from pulse_ml.stats.cluster_moments import Moments
-from pulse_ml.stats.engine_parts import (
+from pulse_ml.stats.engine_parts import (  # noqa: F401  (EngineResult, quantile, p_value)
+    EngineResult,
     _box_ls,
     _clip_min,
     _cr,
@@ -49,6 +50,8 @@ from pulse_ml.stats.engine_parts import (
     _quad,
     _ratio,
     _welch_df,
+    p_value,
+    quantile,
 )
 from pulse_ml.stats.lambda_noise import NoiseSums, lambda_noise_sums
 
@@ -61,38 +64,6 @@ _K = len(cm.LIN)
 SHRINK_GRID = np.linspace(0.0, 1.0, 21)  # shares of the tuned lambdas tried (see solve)
 
 Array = NDArray[np.float64]
-
-
-@dataclass(frozen=True)
-class EngineResult:
-    """Arrays of shape (R,) (per arm: (R, 2), control first) of a batch of comparisons."""
-
-    naive_effect: Array
-    naive_se: Array
-    naive_df: Array
-    aug_effect: Array
-    aug_se: Array
-    aug_df: Array
-    aug_se_in_sample: Array
-    mean_naive: Array
-    mean_aug: Array
-    se_naive_arm: Array
-    se_aug_arm: Array
-    lam: Array
-    n_lab: Array
-    n_unl: Array
-    g_lab: Array
-    g_unl: Array
-    g_lab_union: Array
-    g_any: Array
-    rating_var: Array
-    tuned: Array  # h * shrink of the tuned arms (0 where lambda = 0), see solve
-    g_eff: Array  # effective numbers of labeled clusters per arm (Kish), see _effective_clusters
-    pred_shift: Array  # per arm: unlabeled (weighted: all-session) minus labeled prediction mean
-    pred_shift_se: Array  # per arm: its standard error (cluster-robust)
-    pooled_floor: Array
-    shrink: Array  # share of the variance-minimizing lambdas used (1 unless joint + small)
-    lambda_noise_var: Array  # variance added for the tuned lambdas' own noise (0 without z)
 
 
 def _arm_vectors(
@@ -399,14 +370,3 @@ def solve(
         pred_shift=np.stack([c["shift"], t["shift"]], 1),
         pred_shift_se=np.sqrt(np.maximum(s_dd, 0.0)),
     )
-
-
-def quantile(alpha: float, df: Array) -> Array:
-    """Two-sided ``t_{1 - alpha/2}`` quantile (normal where ``df`` is infinite)."""
-    return student_t.ppf(1.0 - alpha / 2.0, df)
-
-
-def p_value(effect: Array, se: Array, df: Array) -> Array:
-    """Two-sided p-value of ``effect / se`` against t(df) (NaN where se = 0)."""
-    stat = np.divide(np.abs(effect), se, out=np.full_like(se, np.nan), where=se > 0)
-    return 2.0 * student_t.sf(stat, df)

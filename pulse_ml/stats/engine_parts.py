@@ -7,8 +7,11 @@ Welch-Satterthwaite df. Formulas and references: :mod:`pulse_ml.stats.effect_eng
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import NDArray
+from scipy.stats import t as student_t
 
 from pulse_ml.stats import cluster_moments as cm
 from pulse_ml.stats.cluster_moments import Moments
@@ -18,6 +21,38 @@ _L = cm.LIN_INDEX
 _K = len(cm.LIN)
 
 Array = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class EngineResult:
+    """Arrays of shape (R,) (per arm: (R, 2), control first) of a batch of comparisons."""
+
+    naive_effect: Array
+    naive_se: Array
+    naive_df: Array
+    aug_effect: Array
+    aug_se: Array
+    aug_df: Array
+    aug_se_in_sample: Array
+    mean_naive: Array
+    mean_aug: Array
+    se_naive_arm: Array
+    se_aug_arm: Array
+    lam: Array
+    n_lab: Array
+    n_unl: Array
+    g_lab: Array
+    g_unl: Array
+    g_lab_union: Array
+    g_any: Array
+    rating_var: Array
+    tuned: Array  # h * shrink of the tuned arms (0 where lambda = 0), see solve
+    g_eff: Array  # effective numbers of labeled clusters per arm (Kish), see _effective_clusters
+    pred_shift: Array  # per arm: unlabeled (weighted: all-session) minus labeled prediction mean
+    pred_shift_se: Array  # per arm: its standard error (cluster-robust)
+    pooled_floor: Array
+    shrink: Array  # share of the variance-minimizing lambdas used (1 unless joint + small)
+    lambda_noise_var: Array  # variance added for the tuned lambdas' own noise (0 without z)
 
 
 def _quad(u: Array, gram: Array, v: Array) -> Array:
@@ -141,3 +176,14 @@ def _welch_df(v: Array, nu: Array, cap: Array) -> Array:
     den = (_ratio(v**2, nu)).sum(axis=1)
     df = np.where(den > 0, _ratio(num, den), nu.min(axis=1))
     return np.clip(np.minimum(df, cap), 1.0, None)
+
+
+def quantile(alpha: float, df: Array) -> Array:
+    """Two-sided ``t_{1 - alpha/2}`` quantile (normal where ``df`` is infinite)."""
+    return student_t.ppf(1.0 - alpha / 2.0, df)
+
+
+def p_value(effect: Array, se: Array, df: Array) -> Array:
+    """Two-sided p-value of ``effect / se`` against t(df) (NaN where se = 0)."""
+    stat = np.divide(np.abs(effect), se, out=np.full_like(se, np.nan), where=se > 0)
+    return 2.0 * student_t.sf(stat, df)
