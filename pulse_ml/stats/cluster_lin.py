@@ -116,6 +116,6 @@ def kish_sums(arms: list[tuple], n_codes: int) -> Array:
         den = np.einsum("rg,rg->r", shares, shares)
         return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
 
-    effect = v[0] / np.maximum(w_tot[0], 1e-300)[:, None] ** 2 + v[1] / np.maximum(
-        w_tot[1], 1e-300)[:, None] ** 2
+    effect = sum(np.divide(va, wa[:, None] ** 2, out=np.zeros_like(va), where=wa[:, None] > 0)
+                 for va, wa in zip(v, w_tot, strict=True))
     return np.stack([g_star(v[0]), g_star(v[1]), g_star(effect)], axis=-1)
