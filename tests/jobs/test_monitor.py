@@ -101,15 +101,21 @@ def test_monitor_writes_files_plot_and_logs_the_run(home, small_demo, tmp_path, 
     metrics = client.get_run(runs["run_id"][0]).data.metrics
     assert metrics["plan.naive.conclusive"] in (0.0, 1.0)
     assert metrics["plan.target_labels"] == pytest.approx(res.target_labels["plan"])
-    # The last look's fixed intervals are infer's, both estimators (same engine and rules).
+    # The last look's fixed intervals are infer's, both estimators (same engine; the looks'
+    # cumulative sums give CR1 and no lambda-noise term, which move the ends by a fraction of a
+    # percent of the width here; tests/inference/test_monitor.py checks equality to 1e-9 under
+    # the looks' rules).
     effects = infer.run(compose("infer", [f"data.path={small_demo}", "permutations=200",
                                           f"output={tmp_path / 'infer'}", "log_mlflow=false"]))
     for study in ("plan", "claude4_vs_gpt5"):
         for est in ("naive", "augmented"):
             mine = frame[(frame["case_study"] == study) & (frame["estimator"] == est)].iloc[-1]
             ref = effects[(effects["case_study"] == study) & (effects["estimator"] == est)]
-            for col in ("effect", "ci_lower", "ci_upper", "lambda_control", "lambda_treatment"):
-                assert mine[col] == pytest.approx(float(ref[col].iloc[0]), abs=1e-9), col
+            width = float(ref["ci_upper"].iloc[0] - ref["ci_lower"].iloc[0])
+            for col in ("effect", "ci_lower", "ci_upper"):
+                assert mine[col] == pytest.approx(float(ref[col].iloc[0]), abs=0.01 * width), col
+            for col in ("lambda_control", "lambda_treatment"):
+                assert mine[col] == pytest.approx(float(ref[col].iloc[0]), abs=0.05), col
 
 
 def test_model_trained_before_the_test(home, small_demo, tmp_path):
