@@ -223,7 +223,7 @@ def printable(effects: pd.DataFrame, truth: dict[str, float],
         "labels": [f"{c}/{t}" for c, t in zip(effects["n_labeled_control"],
                                               effects["n_labeled_treatment"], strict=True)],
     })
-    if effects["p_value_randomization"].notna().any():
+    if "p_value_randomization" in effects and effects["p_value_randomization"].notna().any():
         view = view.drop(columns=["labels"] + (["p"] if inference == "randomization" else []))
         ends = zip(effects["ci_lower_randomization"], effects["ci_upper_randomization"],
                    strict=True)

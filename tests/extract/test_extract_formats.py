@@ -138,10 +138,11 @@ def test_simulated_event_streams_carry_the_tables_user_text(tmp_path):
 
 
 def test_nothing_readable_and_bad_ratings(tmp_path):
-    (tmp_path / "a.json").write_text("not json at all")
-    with pytest.raises(PulseError, match="none of 1 file"):
-        extract(ExtractSettings(input=str(tmp_path), out=tmp_path / "t.parquet",
-                                progress=False))
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.json").write_text("not json at all")
+    with pytest.raises(PulseError, match="none of 1 file"):  # (an output inside the input
+        extract(ExtractSettings(input=str(tmp_path / "in"),  # folder is refused first)
+                                out=tmp_path / "out" / "t.parquet", progress=False))
     with pytest.raises(PulseError, match="no session files"):
         find_files(str(tmp_path / "nothing" / "*.json"))
     pd.DataFrame({"session_id": ["a"], "segment": [1], "rating": [7]}).to_csv(
