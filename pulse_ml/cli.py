@@ -32,7 +32,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "agreement": ("pulse_ml.jobs.agreement", "agreement with human pairwise preferences"),
 }
 
-# Verbs whose outputs are all-or-nothing for the whole command (pulse_ml.staging.command): put in
+# Verbs whose outputs are all-or-nothing for the whole command (env.staging.command): put in
 # place only when the verb returns. Not `pipeline`: it reads the demo data it has just written.
 ALL_OR_NOTHING = frozenset({"infer", "audit", "monitor", "compare", "score", "extract", "judge",
                             "request", "benchmarks", "agreement", "discover"})
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
               file=sys.stderr)
         sys.exit(2)
 
-    from pulse_ml import signals
+    from pulse_ml.env import signals
     from pulse_ml.errors import PulseError
     from pulse_ml.redact import RedactingStream
 
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"\n[{i + 1}/{len(jobs)}] pulse-ml {verb} {' '.join(job)}")
             start = time.perf_counter()
             if verb in ALL_OR_NOTHING:
-                from pulse_ml import staging
+                from pulse_ml.env import staging
 
                 with staging.command():
                     module.run(cfg)
@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # noqa: BLE001 - last resort: one line, not a traceback
         if os.environ.get("PULSE_DEBUG"):
             raise
-        from pulse_ml.faults import explain
+        from pulse_ml.env.faults import explain
 
         fault = explain(exc)  # a full disk, a read-only folder, a locked database: not a bug
         if fault is not None:

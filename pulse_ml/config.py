@@ -15,9 +15,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from pulse_ml.env.faults import shorten
+from pulse_ml.env.paths import conf_dir, project_root
 from pulse_ml.errors import PulseError
-from pulse_ml.faults import shorten
-from pulse_ml.paths import conf_dir, project_root
 from pulse_ml.yaml_limits import check_aliases, load_yaml_text
 
 # Config groups whose value may also be a path to a YAML file outside the package.

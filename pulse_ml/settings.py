@@ -47,8 +47,8 @@ def simulator_settings(cfg: Node) -> SimulateSettings:
     use); every key is read once, with a message naming it when it is wrong.
     """
     from pulse_ml.config import load_yaml, number
+    from pulse_ml.env.paths import catalog_dir
     from pulse_ml.errors import PulseError
-    from pulse_ml.paths import catalog_dir
     from pulse_ml.simulate.generator import CaseStudySpec, SimulateSettings
 
     specs = []

@@ -170,7 +170,7 @@ def write_table(table: pd.DataFrame, out: Path) -> Path:
         The path of ``<stem>.ground_truth.json`` (read by infer and ``audit reference=truth``;
         named after the table so another table in the folder never picks it up).
     """
-    from pulse_ml.report.atomic import atomic_file, write_text
+    from pulse_ml.env.atomic import atomic_file, write_text
 
     with atomic_file(out) as tmp:
         if out.suffix == ".csv":

@@ -121,7 +121,7 @@ def score_file(ensemble, path: str | os.PathLike[str], out: str | os.PathLike[st
                settings: ScoreSettings, model_name: str = "the model") -> ScoreResult:
     """Score every session of ``path`` chunk by chunk and write ``out`` incrementally.
 
-    The output is staged (:func:`pulse_ml.report.atomic.atomic_file`) and put in place at the
+    The output is staged (:func:`pulse_ml.env.atomic.atomic_file`) and put in place at the
     end, so a failure (bad rows in a late chunk, interruption) never leaves a truncated file at
     ``out``, and two commands writing the same ``out`` take turns.
 
@@ -161,7 +161,7 @@ def score_file(ensemble, path: str | os.PathLike[str], out: str | os.PathLike[st
 
         predictor = FastPredictor(ensemble, threads=settings.threads,
                                   cache_rows=settings.cache_rows)
-    from pulse_ml.report.atomic import atomic_file
+    from pulse_ml.env.atomic import atomic_file
 
     start = time.perf_counter()
     n_rows = n_honest = n_chunks = n_mismatched = 0

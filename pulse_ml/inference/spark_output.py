@@ -7,7 +7,7 @@ earlier scores. Here:
 * ``out`` must not equal, contain or lie inside the input (also for ``s3a://``/``hdfs://``
   locations, compared as strings), checked before Spark starts;
 * an existing ``out`` is replaced only when it holds pulse-ml's marker file
-  (:data:`pulse_ml.staging.MARKER`, written beside the Parquet parts; Spark ignores files whose
+  (:data:`pulse_ml.env.staging.MARKER`, written beside the Parquet parts; Spark ignores files whose
   name starts with ``_``), never otherwise;
 * a local ``out`` is written into a staging folder and put in place when complete (with the
   command's other outputs; the previous folder is restored if that fails), so a failed run
@@ -23,9 +23,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from pulse_ml.env.locations import local_path, relation
+from pulse_ml.env.staging import MARKER
 from pulse_ml.errors import PulseError
-from pulse_ml.locations import local_path, relation
-from pulse_ml.staging import MARKER
 
 
 def _norm(location: str) -> str:
@@ -88,7 +88,7 @@ def spark_output(spark, out: str, about: dict) -> Iterator[tuple[str, str]]:
     """
     dst = local_path(out)
     if dst is not None:
-        from pulse_ml.staging import staged
+        from pulse_ml.env.staging import staged
 
         _check_existing(out, dst.is_dir(), os.path.lexists(dst), (dst / MARKER).is_file())
         with staged(dst.parent, str(dst), lock_target=dst, only=dst.name) as stage:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import yaml
 
+from pulse_ml.env.paths import catalog_dir
 from pulse_ml.errors import PulseError
-from pulse_ml.paths import catalog_dir
 from pulse_ml.yaml_limits import load_yaml_text
 
 ROW_KEYS = ("task_type", "benchmark", "delta_h_paper", "delta_b")

@@ -160,7 +160,7 @@ def run(cfg) -> pd.DataFrame:
     rule = (f"{n_ties} human tie(s) {'excluded' if job.ties == 'exclude' else 'kept'}; "
             f"predicted tie if |score_a - score_b| <= {job.tie_margin:g}; credit 1 agree, 0 "
             "opposite, 1/2 when exactly one side is a tie")
-    from pulse_ml.report.atomic import staged_outputs
+    from pulse_ml.env.atomic import staged_outputs
 
     out = job.output
     with staged_outputs(out) as stage:  # every file complete, or none (earlier ones kept)

@@ -99,8 +99,8 @@ def _verdict_sentence(a) -> str:
 
 def run(cfg: Node):
     """Entry point of ``pulse-ml audit``."""
+    from pulse_ml.env.locations import check_outputs
     from pulse_ml.inference.audit import consistency, split_half
-    from pulse_ml.locations import check_outputs
     from pulse_ml.registry import models
 
     job = settings_from_config(cfg)
@@ -117,7 +117,7 @@ def run(cfg: Node):
     halves = result.audits
     check = consistency(table, preds, study, settings, job.replications, job.hide_share,
                         job.seed)
-    from pulse_ml.report.atomic import staged_outputs
+    from pulse_ml.env.atomic import staged_outputs
 
     out = job.output
     split = {m: {k: v for k, v in asdict(a).items() if k != "per_replication"}

@@ -136,7 +136,7 @@ def _model_deltas(job: BenchmarksJob, comparisons: list[BenchmarkComparison]):
 
 def _write(job: BenchmarksJob, deltas: pd.DataFrame, cats: pd.DataFrame | None,
            corr: pd.DataFrame, lines: list[str], notes: list[str], meta: dict) -> list[Path]:
-    from pulse_ml.report.atomic import staged_outputs
+    from pulse_ml.env.atomic import staged_outputs
 
     out = job.output
     names = ["deltas.csv", "correlation.csv", "correlation.json", "benchmarks.md", "scatter.png"]

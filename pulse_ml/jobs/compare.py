@@ -369,7 +369,7 @@ def _terminal_view(shown: pd.DataFrame) -> pd.DataFrame:
 
 def _ablation(job: CompareSettings, table: pd.DataFrame) -> pd.DataFrame:
     """``group_by=...``: the ablation table, its files and notes."""
-    from pulse_ml.report.atomic import staged_outputs
+    from pulse_ml.env.atomic import staged_outputs
     from pulse_ml.report.plots import ablation_plot
 
     out = job.output
@@ -410,10 +410,10 @@ def ablation_notes(ablation: pd.DataFrame, group_by: list[str]) -> list[str]:
 
 def run(cfg: Node) -> pd.DataFrame:
     """Entry point of ``pulse-ml compare`` (only reads the store: a read-only one is fine)."""
-    from pulse_ml.locations import check_outputs
+    from pulse_ml.env.atomic import staged_outputs
+    from pulse_ml.env.locations import check_outputs
     from pulse_ml.registry import runs as registry_runs
     from pulse_ml.registry import store as tracking
-    from pulse_ml.report.atomic import staged_outputs
     from pulse_ml.report.plots import comparison_plot, paired_plot
 
     job = settings_from_config(cfg)

@@ -87,7 +87,7 @@ def discover(s: DiscoverSettings) -> DiscoverResult:
     markdown = to_markdown(ranked, len(sample), names)
     payload = json.dumps({"n_conversations": len(sample), "models": names,
                           "features": ranked.to_dict("records")}, indent=2)
-    from pulse_ml.report.atomic import staged_outputs
+    from pulse_ml.env.atomic import staged_outputs
 
     md_path, json_path = s.output / "features.md", s.output / "features.json"
     with staged_outputs(s.output) as stage:  # both files complete, or neither

@@ -164,7 +164,7 @@ def extract(s: ExtractSettings) -> ExtractResult:
     Raises:
         PulseError: no file matched, or not one session could be read.
     """
-    from pulse_ml.locations import check_outputs
+    from pulse_ml.env.locations import check_outputs
 
     out_format(s.out)  # before any work
     check_outputs("extract", [("out", s.out, "file")], [("input", s.input),

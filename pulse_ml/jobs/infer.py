@@ -119,7 +119,7 @@ def write_outputs(job: InferJob, effects: pd.DataFrame, results: list[CaseStudyR
                   meta: dict, truth: dict[str, float],
                   lineage: dict | None = None) -> list[Path]:
     """Write effects.{json,csv,md}, forest.png, the shift tables and report.html, all or none."""
-    from pulse_ml.report.atomic import staged_outputs
+    from pulse_ml.env.atomic import staged_outputs
     from pulse_ml.report.html import inference_report
     from pulse_ml.report.plots import forest_plot
 
@@ -244,7 +244,7 @@ def run(cfg: Node) -> pd.DataFrame:
 
 def run_settings(job: InferJob) -> pd.DataFrame:
     """Infer with typed settings (``pipeline`` calls this directly)."""
-    from pulse_ml.locations import check_outputs
+    from pulse_ml.env.locations import check_outputs
     from pulse_ml.registry import models, store
     from pulse_ml.report.html import run_identity
 

@@ -126,13 +126,13 @@ def judge(s: JudgeSettings) -> JudgeResult:
     Raises:
         DataError / PulseError: unreadable table, no transcript column, no labeled session.
     """
+    from pulse_ml.env.atomic import atomic_file
+    from pulse_ml.env.locations import check_outputs
     from pulse_ml.llm.cache import DiskCache
     from pulse_ml.llm.client import all_failed_error
     from pulse_ml.llm.judge import judge_feature, judge_metrics, judge_sessions
-    from pulse_ml.locations import check_outputs
     from pulse_ml.registry.llm_runs import config_json, llm_params, log_run
     from pulse_ml.registry.store import TRAIN_EXPERIMENT
-    from pulse_ml.report.atomic import atomic_file
     from pulse_ml.sessions.readers import check_transcript_table, read_frame
     from pulse_ml.sessions.writers import write_table
 

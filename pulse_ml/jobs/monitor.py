@@ -115,7 +115,7 @@ def write_outputs(job: MonitorJob, result: Monitoring, meta: dict) -> list[Path]
 
     A failure (full disk, Ctrl-C) leaves no temporary file and the earlier three unchanged.
     """
-    from pulse_ml.report.atomic import staged_outputs
+    from pulse_ml.env.atomic import staged_outputs
     from pulse_ml.report.plots import monitor_plot
 
     out = job.output
@@ -203,7 +203,7 @@ def run(cfg: Node) -> Monitoring:
 
 def run_settings(job: MonitorJob) -> Monitoring:
     """Monitor with typed settings: every check runs before anything is written or logged."""
-    from pulse_ml.locations import check_outputs
+    from pulse_ml.env.locations import check_outputs
     from pulse_ml.registry import models, store
 
     check_outputs("monitor", [("output", job.output, "folder")], [("data.path", job.data_path)])

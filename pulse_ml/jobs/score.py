@@ -70,7 +70,7 @@ def settings_from_config(cfg) -> ScoreJob:
 
 def run(cfg) -> ScoreResult:
     """Entry point of ``pulse-ml score``."""
-    from pulse_ml.locations import check_outputs
+    from pulse_ml.env.locations import check_outputs
     from pulse_ml.registry import models
 
     job = settings_from_config(cfg)

@@ -52,7 +52,7 @@ class SimulateJob:
 
 def settings_from_config(cfg: Node) -> SimulateJob:
     """Read the composed config once (the simulator's keys via ``settings.simulator_settings``)."""
-    from pulse_ml.paths import resolve
+    from pulse_ml.env.paths import resolve
     from pulse_ml.settings import simulator_settings
 
     return SimulateJob(

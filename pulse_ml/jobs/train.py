@@ -108,8 +108,8 @@ def text_cache_folder(cfg: Node) -> str | None:
     """
     import os
 
+    from pulse_ml.env.paths import project_root
     from pulse_ml.models.text_cache import CACHE_ENV
-    from pulse_ml.paths import project_root
 
     raw = cfg.select("text_cache")
     if raw is None:

@@ -319,8 +319,8 @@ def all_failed_error(what: str, cfg: LLMConfig, usage: Usage, n_prompts: int):
         usage: The batch totals (``Usage.errors`` counts the reasons).
         n_prompts: Prompts in the batch.
     """
+    from pulse_ml.env.faults import shorten
     from pulse_ml.errors import PulseError
-    from pulse_ml.faults import shorten
 
     if n_prompts == 0 or usage.missing < n_prompts:
         return None

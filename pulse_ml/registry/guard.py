@@ -38,8 +38,7 @@ from pathlib import Path
 from typing import TypeVar
 from urllib.parse import quote
 
-from pulse_ml.errors import PulseError
-from pulse_ml.faults import (
+from pulse_ml.env.faults import (
     BUSY_TIMEOUT_ENV,
     file_lock,
     probe_tcp,
@@ -48,6 +47,7 @@ from pulse_ml.faults import (
     shorten,
     within,
 )
+from pulse_ml.errors import PulseError
 from pulse_ml.registry.http_probe import TIMEOUT_ENV, probe_http  # noqa: F401 - re-exported
 
 T = TypeVar("T")
@@ -159,7 +159,7 @@ def _local_dir(uri: str) -> Path | None:
 
 def _default_file_store(folder: Path) -> bool:
     """Whether ``folder`` is where MLflow itself puts a file store (``./mlruns``)."""
-    from pulse_ml.paths import project_root
+    from pulse_ml.env.paths import project_root
 
     here = folder.expanduser().absolute()
     return here in (Path.cwd() / "mlruns", project_root().absolute() / "mlruns")

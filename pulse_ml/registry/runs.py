@@ -343,7 +343,7 @@ def log_inference_run(run_name: str, tags: Mapping[str, str], params: Mapping[st
     """
     import mlflow
 
-    from pulse_ml import staging
+    from pulse_ml.env import staging
 
     open_experiment(keys.INFER_EXPERIMENT)
     if model_version is not None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from pulse_ml.env.paths import project_root
 from pulse_ml.errors import PulseError
-from pulse_ml.paths import project_root
 from pulse_ml.registry import guard
 from pulse_ml.registry.keys import (  # noqa: F401 - re-exported for the jobs
     CHAMPION,

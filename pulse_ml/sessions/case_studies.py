@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from pulse_ml.env.paths import catalog_dir
 from pulse_ml.errors import PulseError
-from pulse_ml.paths import catalog_dir
 from pulse_ml.yaml_limits import load_yaml_text
 
 MIN_LABELED_PER_ARM = 2

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from pulse_ml.env.faults import ECHO_LIMIT, shorten
 from pulse_ml.errors import DataError, PulseError
-from pulse_ml.faults import ECHO_LIMIT, shorten
 from pulse_ml.sessions.case_studies import (  # noqa: F401 - MIN_LABELED_PER_ARM re-exported
     MIN_LABELED_PER_ARM,
     CaseStudy,

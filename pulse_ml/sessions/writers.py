@@ -39,7 +39,7 @@ def write_table(frame: pd.DataFrame, out: Path, setting: str) -> None:
     Raises:
         PulseError: unsupported suffix (see :func:`table_format`), full disk, no permission.
     """
-    from pulse_ml.report.atomic import atomic_file
+    from pulse_ml.env.atomic import atomic_file
 
     kind = table_format(out, setting)
     with atomic_file(out) as tmp:

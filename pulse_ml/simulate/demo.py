@@ -12,8 +12,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pulse_ml.env.paths import project_root
 from pulse_ml.errors import PulseError
-from pulse_ml.paths import project_root
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -45,7 +45,7 @@ def write_demo(settings: SimulateSettings, out: Path, events: bool = False,
                          f"Pass a writable path, e.g. out=/tmp/demo.") from None
     figures = calibration_figures(result.sessions)
     ref = reference()
-    from pulse_ml.report.atomic import staged_outputs
+    from pulse_ml.env.atomic import staged_outputs
 
     paths = {"sessions": out / "sessions.parquet", "ground_truth": out / "ground_truth.json",
              "ratings": out / "ratings.csv"}

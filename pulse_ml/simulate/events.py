@@ -175,7 +175,7 @@ def write_events(sessions: pd.DataFrame, directory: Path, seed: int,
     Returns:
         The number of files written.
     """
-    from pulse_ml.report.atomic import staged_outputs
+    from pulse_ml.env.atomic import staged_outputs
 
     rows = sessions if limit is None else sessions.iloc[: max(int(limit), 0)]
     rng = np.random.default_rng(seed)

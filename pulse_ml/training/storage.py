@@ -15,8 +15,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from pulse_ml.env.faults import probe_tcp, seconds_from_env, shorten, within
 from pulse_ml.errors import PulseError
-from pulse_ml.faults import probe_tcp, seconds_from_env, shorten, within
 
 TIMEOUT_ENV = "PULSE_TRACKING_TIMEOUT"
 DEFAULT_TIMEOUT_S = 10.0

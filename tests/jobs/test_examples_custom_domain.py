@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from pulse_ml.paths import conf_dir
+from pulse_ml.env.paths import conf_dir
 
 FEATURES = {
     "name": "travel",

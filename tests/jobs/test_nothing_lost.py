@@ -1,7 +1,7 @@
 """Issue 26, "data lost": a failed command changes nothing, no input or store is ever written.
 
 Every test runs the real CLI in a subprocess against a real sqlite MLflow store. A late failure
-is made with ``PULSE_TEST_FAIL_COMMIT_AFTER=1`` (a hook read only by ``pulse_ml.staging``: the
+is made with ``PULSE_TEST_FAIL_COMMIT_AFTER=1`` (a hook read only by ``pulse_ml.env.staging``: the
 command fails after its first output file was put in place, the hardest moment) or for real
 (a file-size limit that lets the first output through and stops the second). Each checks that
 the earlier outputs and the inputs are byte-identical afterwards and that no hidden staging or

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from pulse_ml import faults
+from pulse_ml.env import faults
 from pulse_ml.errors import PulseError
 from pulse_ml.registry import guard
 

@@ -119,7 +119,7 @@ def test_a_trial_run_interrupted_while_logging_ends_killed_not_running(pulse_hom
     """
     import signal
 
-    from pulse_ml import signals
+    from pulse_ml.env import signals
 
     exp = runs.open_experiment(keys.TRAIN_EXPERIMENT)
     client = mlflow.MlflowClient()

@@ -11,7 +11,7 @@ import signal
 import pandas as pd
 import pytest
 
-from pulse_ml import signals
+from pulse_ml.env import signals
 from pulse_ml.sessions.writers import write_table
 
 

@@ -8,10 +8,10 @@ import pytest
 
 from pulse_ml import settings
 from pulse_ml.config import compose
+from pulse_ml.env.paths import conf_dir
 from pulse_ml.jobs.train import model_spec, tuning_settings
 from pulse_ml.models.factory import build_pipeline
 from pulse_ml.models.preprocess import feature_frame
-from pulse_ml.paths import conf_dir
 
 FAMILIES = sorted(p.stem for p in (conf_dir() / "model").glob("*.yaml"))
 

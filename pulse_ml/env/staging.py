@@ -2,7 +2,7 @@
 
 A verb's outputs (``infer``'s eight files, ``judge``'s judgments and ``table_out``, a Spark
 output folder) are written into hidden staging folders beside their targets
-(:func:`pulse_ml.report.atomic.staged_outputs` / :func:`~pulse_ml.report.atomic.atomic_file`).
+(:func:`pulse_ml.env.atomic.staged_outputs` / :func:`~pulse_ml.env.atomic.atomic_file`).
 Inside :func:`command` (the CLI wraps ``infer``, ``audit``, ``monitor``, ``compare``, ``score``,
 ``extract``, ``judge``, ``request``) nothing is put in place until the verb has returned — its
 MLflow run included — so a failure anywhere leaves every earlier output as it was. Outside a
@@ -115,7 +115,7 @@ def command() -> Iterator[Transaction]:
 
 def as_user_error(exc: OSError, target: Path) -> BaseException:
     """A PulseError naming ``target`` for disk and permission faults, else ``exc`` itself."""
-    from pulse_ml.faults import access_reason, disk_reason
+    from pulse_ml.env.faults import access_reason, disk_reason
 
     reason = disk_reason(exc)
     if reason is not None:
@@ -158,7 +158,7 @@ def staged(directory: Path, what: str, lock_target: Path | None = None,
         discard: Names of stale files in ``directory`` to remove with the swap.
         only: The one name this set may put in place (a single-file output).
     """
-    from pulse_ml import signals
+    from pulse_ml.env import signals
 
     tx = current()
     local = tx is None
@@ -201,7 +201,7 @@ def lock(tx: Transaction, target: Path, what: str) -> None:
     """
     import fcntl
 
-    from pulse_ml.faults import seconds_from_env
+    from pulse_ml.env.faults import seconds_from_env
 
     key = str(Path(target).absolute().resolve())
     if key in tx.locks:
@@ -274,7 +274,7 @@ def _put_in_place(sets: list[StagedSet]) -> None:
     A replaced file is first hard-linked into a hidden backup folder (so the target never
     disappears; a folder or a file system without hard links is renamed there instead).
     """
-    from pulse_ml import signals
+    from pulse_ml.env import signals
 
     fail_after = _fail_after()
     for s in sets:

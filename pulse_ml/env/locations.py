@@ -18,8 +18,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from pulse_ml.env.faults import shorten
 from pulse_ml.errors import PulseError
-from pulse_ml.faults import shorten
 
 _GLOB = set("*?[")
 PATH_LIMIT = 300  # paths are echoed whole up to this length

@@ -1,10 +1,10 @@
 """Atomic outputs: every file a verb writes appears complete or not at all.
 
 Files are written into a hidden staging folder in the target folder (same file system, so the
-final ``os.replace`` is atomic) and put in place when complete (:mod:`pulse_ml.staging`). On
+final ``os.replace`` is atomic) and put in place when complete (:mod:`pulse_ml.env.staging`). On
 any failure — a full disk, a bad row in a late chunk, Ctrl-C or SIGTERM — the staged files are
 removed, folders this call created are removed again, and the files already at the target
-(earlier results) stay as they were. Inside a command (:func:`pulse_ml.staging.command`, used
+(earlier results) stay as they were. Inside a command (:func:`pulse_ml.env.staging.command`, used
 by the CLI) every set is put in place only when the whole command has succeeded.
 
 * :func:`atomic_file` — one file (``extract``'s session table, ``judge``'s judgments).
@@ -20,8 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
 
+from pulse_ml.env.staging import as_user_error, staged
 from pulse_ml.errors import PulseError
-from pulse_ml.staging import as_user_error, staged
 
 
 def _reraise(exc: OSError, target: Path) -> NoReturn:
@@ -37,7 +37,7 @@ def atomic_file(path: str | os.PathLike[str]) -> Iterator[Path]:
 
     The temporary file has the same name inside a hidden staging folder (writers that pick
     the format by extension, such as matplotlib, still work). Concurrent writers of ``path``
-    are serialized (see :mod:`pulse_ml.staging`).
+    are serialized (see :mod:`pulse_ml.env.staging`).
 
     Args:
         path: The final file.

@@ -140,7 +140,7 @@ def explain(exc: BaseException) -> str | None:
                 "file was left and earlier results are unchanged.")
     reason = sqlite_reason(exc)
     if reason is not None:
-        from pulse_ml.paths import project_root
+        from pulse_ml.env.paths import project_root
 
         uri = os.environ.get("MLFLOW_TRACKING_URI") or f"{project_root() / 'mlruns'}"
         if is_locked(exc):

@@ -6,8 +6,8 @@ import errno
 
 import pytest
 
+from pulse_ml.env.atomic import atomic_file, staged_outputs, write_text
 from pulse_ml.errors import PulseError
-from pulse_ml.report.atomic import atomic_file, staged_outputs, write_text
 
 
 def test_atomic_file_replaces_only_when_complete(tmp_path):

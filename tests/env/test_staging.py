@@ -1,12 +1,12 @@
-"""pulse_ml.staging: a command's output sets are put in place together, or not at all."""
+"""pulse_ml.env.staging: a command's output sets are put in place together, or not at all."""
 
 from __future__ import annotations
 
 import pytest
 
-from pulse_ml import staging
+from pulse_ml.env import staging
+from pulse_ml.env.atomic import atomic_file, staged_outputs
 from pulse_ml.errors import PulseError
-from pulse_ml.report.atomic import atomic_file, staged_outputs
 
 
 def _files(folder):
