@@ -129,16 +129,15 @@ def evaluate(frame: pd.DataFrame, y: np.ndarray, folds: np.ndarray, sets: dict, 
     encodes the texts (VADER, WordLlama, the n-gram counts) and fits each fold's text
     sub-model; later trials reuse them (memoised by content) and refit the structured model
     only. ``count_cache`` = (False, True) runs each text set both without and with the stored
-    n-gram counts (``pulse_ml.models.text.USE_COUNT_CACHE``), in the same process.
+    n-gram counts (``pulse_ml.models.text_tfidf.USE_COUNT_CACHE``), in the same process.
     """
     import optuna
     from threadpoolctl import threadpool_limits
 
-    from pulse_ml.models import text as text_module
-    from pulse_ml.models import text_cache
+    from pulse_ml.models import text_cache, text_tfidf
     from pulse_ml.models.crossfit import fit_crossfit
     from pulse_ml.models.factory import build_pipeline
-    from pulse_ml.models.text import text_search_space
+    from pulse_ml.sessions.text_options import text_search_space
     from pulse_ml.training.metrics import cv_metrics
     from pulse_ml.training.tuning import CVObjective
 
@@ -149,7 +148,7 @@ def evaluate(frame: pd.DataFrame, y: np.ndarray, folds: np.ndarray, sets: dict, 
             for family, spec in specs.items()
             for cache in (count_cache if fs.of_kind("text") else [True])]
     for label, fs, family, spec, cache in runs:
-        text_module.USE_COUNT_CACHE = cache
+        text_tfidf.USE_COUNT_CACHE = cache
         if len(count_cache) > 1 and fs.of_kind("text"):
             family = f"{family} (count cache {'on' if cache else 'off'})"
         text_cache.clear_text_caches()

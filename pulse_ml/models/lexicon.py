@@ -17,6 +17,8 @@ import sys
 import numpy as np
 import pandas as pd
 
+from pulse_ml.models.text_packages import require_package
+
 MAX_MESSAGE_CHARS = 5_000
 KEEP_CHARS = MAX_MESSAGE_CHARS // 2
 _NOTED: set[int] = set()
@@ -24,8 +26,6 @@ _NOTED: set[int] = set()
 
 @functools.lru_cache(maxsize=1)
 def _vader_analyzer():
-    from pulse_ml.models.text import require_package
-
     module = require_package("vaderSentiment.vaderSentiment", "vader")
     return module.SentimentIntensityAnalyzer()
 

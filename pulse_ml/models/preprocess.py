@@ -9,6 +9,7 @@ from sklearn.preprocessing import OneHotEncoder
 
 from pulse_ml.errors import PulseError
 from pulse_ml.sessions.feature_sets import FeatureSet
+from pulse_ml.sessions.text_column import check_text_column
 
 
 def make_preprocessor(features: FeatureSet) -> ColumnTransformer:
@@ -55,8 +56,8 @@ def make_preprocessor(features: FeatureSet) -> ColumnTransformer:
 def feature_frame(frame: pd.DataFrame, features: FeatureSet) -> pd.DataFrame:
     """The feature columns of a session table with model-ready dtypes (floats and strings).
 
-    Text columns are checked by :func:`pulse_ml.models.text.check_text_column` (missing values
-    become empty text; numbers or lists are refused).
+    Text columns are checked by :func:`pulse_ml.sessions.text_column.check_text_column`
+    (missing values become empty text; numbers or lists are refused).
 
     Raises:
         PulseError: if a feature column is missing or a text column holds non-text values.
@@ -69,8 +70,6 @@ def feature_frame(frame: pd.DataFrame, features: FeatureSet) -> pd.DataFrame:
     for spec in features.columns:
         col = frame[spec.name]
         if spec.kind == "text":
-            from pulse_ml.models.text import check_text_column
-
             out[spec.name] = check_text_column(col, spec.name).texts
         elif spec.kind == "categorical":
             out[spec.name] = col.astype(str)

@@ -30,8 +30,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-__all__ = ["CountStore", "VectorStore", "clear_text_caches", "count_store", "memoize", "peek",
-           "sequence_key", "store_for", "text_hashes"]
+__all__ = ["CountStore", "VectorStore", "array_key", "clear_text_caches", "count_store", "memoize",
+           "params_key", "peek", "sequence_key", "store_for", "text_hashes"]
 
 
 def text_hashes(texts) -> np.ndarray:
@@ -58,6 +58,21 @@ def sequence_key(hashes: np.ndarray) -> str:
     """An order-sensitive key of a sequence of text hashes (the rows a model is fitted on)."""
     arr = np.ascontiguousarray(hashes, dtype=np.uint64)
     return f"{len(arr)}:" + hashlib.blake2b(arr.tobytes(), digest_size=16).hexdigest()
+
+
+def params_key(est) -> tuple:
+    """A scikit-learn estimator's class and settings (a subclass never shares a memoised fit)."""
+    cls = type(est)
+    return (f"{cls.__module__}.{cls.__qualname__}",
+            *sorted((k, repr(v)) for k, v in est.get_params(deep=False).items()))
+
+
+def array_key(y: np.ndarray | None) -> str | None:
+    """A content key of an array (the ratings a fit used), None for None."""
+    if y is None:
+        return None
+    arr = np.ascontiguousarray(y, dtype=np.float64)
+    return f"{arr.shape}:" + hashlib.blake2b(arr.tobytes(), digest_size=16).hexdigest()
 
 
 class VectorStore:

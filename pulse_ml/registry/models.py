@@ -27,7 +27,7 @@ def pip_requirements(features) -> list[str]:
     Args:
         features: The model's :class:`~pulse_ml.sessions.feature_sets.FeatureSet`.
     """
-    from pulse_ml.models.text import text_requirements
+    from pulse_ml.models.text_packages import text_requirements
 
     return PIP_REQUIREMENTS + [r for r in text_requirements(features)
                                if r not in PIP_REQUIREMENTS]

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pulse_ml.errors import PulseError
+from pulse_ml.sessions.text_options import text_options
 
 KINDS = ("categorical", "count", "flag", "numeric", "text")
 
@@ -22,7 +23,7 @@ class FeatureSpec:
             inside the CV folds by :class:`pulse_ml.models.text.TextFeatures`).
         values: Allowed values of a categorical column (empty = any string).
         options: Settings of a ``text`` column (encoders, stack_alpha, ..., search_space);
-            see :func:`pulse_ml.models.text.text_options`.
+            see :func:`pulse_ml.sessions.text_options.text_options`.
         aliases: ``(alias, value)`` pairs: other spellings of an allowed value that the table
             may use (e.g. the paper's prompt's ``Fix Failing Continuous Integration`` for
             ``fix_failing_ci``). Values and aliases match ignoring case, spaces, ``-`` and
@@ -99,8 +100,6 @@ def feature_set_from_mapping(node: Mapping, default_name: str = "custom") -> Fea
         values = tuple(str(v) for v in (spec.get("values") or ()))
         options: dict[str, Any] = {}
         if kind == "text":
-            from pulse_ml.models.text import text_options
-
             if values:
                 raise PulseError(f"feature set '{name}', column '{col}': a text column takes no "
                                  "`values`; remove them or use kind: categorical.")

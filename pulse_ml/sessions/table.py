@@ -26,6 +26,7 @@ from pulse_ml.sessions.case_studies import (  # noqa: F401 - MIN_LABELED_PER_ARM
 )
 from pulse_ml.sessions.feature_sets import FeatureSet
 from pulse_ml.sessions.readers import read_frame
+from pulse_ml.sessions.text_column import check_text_column, missing_text_note
 
 REQUIRED = ("session_id", "condition", "rating")
 TIME_COLUMN = "started_at"
@@ -104,8 +105,6 @@ def _check_rating(frame: pd.DataFrame, problems: list[str]) -> pd.Series:
 def _check_text(frame: pd.DataFrame, col: str, problems: list[str], notes: list[str] | None,
                 first_row: int = 0) -> pd.Series:
     """A ``text`` feature: strings pass, missing = empty text (a note), other values refused."""
-    from pulse_ml.models.text import check_text_column  # scikit-learn only when text is used
-
     raw = frame[col].reset_index(drop=True)
     try:
         check = check_text_column(raw, col)
@@ -567,8 +566,6 @@ def chunk_notes(missing_text: dict[str, int], n_rows: int) -> tuple[str, ...]:
         One sentence per text column with missing values (the wording of
         :attr:`SessionTable.notes`), in the feature set's order.
     """
-    from pulse_ml.models.text import missing_text_note  # scikit-learn only when text is used
-
     if not missing_text:
         return ()
     notes = (missing_text_note(col, n, n_rows) for col, n in missing_text.items())

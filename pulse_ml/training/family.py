@@ -110,7 +110,7 @@ def with_text_search_space(spec: ModelSpec, features: FeatureSet) -> ModelSpec:
     Optuna then tunes text-encoder settings (e.g. the sub-model's ``stack_alpha``) together
     with the estimator's hyper-parameters; :func:`build_pipeline` routes them to the text steps.
     """
-    from pulse_ml.models.text import text_search_space
+    from pulse_ml.sessions.text_options import text_search_space
 
     extra = tuple(p for p in text_search_space(features)
                   if p.name not in {q.name for q in spec.search_space})

@@ -27,7 +27,7 @@ def test_cap_keeps_short_messages_and_cuts_long_ones(capsys):
 
 def test_a_ten_megabyte_message_is_scored_in_bounded_time():
     """Before the cap: 16,000 words took ~46 s, 2 million words would never finish."""
-    code = ("import time; from pulse_ml.models.text import vader_features\n"
+    code = ("import time; from pulse_ml.models.text_encoders import vader_features\n"
             "t = 'the agent did not fix it but thanks great job bad error ' * 180_000\n"
             "s = time.perf_counter(); f = vader_features(['hi\\n' + t + '\\nthanks!'])\n"
             "print(round(time.perf_counter() - s, 2), f.shape)")

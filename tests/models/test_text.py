@@ -25,17 +25,12 @@ from pulse_ml.models import text_cache
 from pulse_ml.models.crossfit import fit_crossfit
 from pulse_ml.models.factory import build_pipeline, model_spec_from_mapping
 from pulse_ml.models.preprocess import feature_frame
-from pulse_ml.models.text import (
-    TextFeatures,
-    check_text_column,
-    load_wordllama,
-    require_package,
-    text_requirements,
-    text_search_space,
-    vader_features,
-    wordllama_features,
-)
+from pulse_ml.models.text import TextFeatures
+from pulse_ml.models.text_encoders import load_wordllama, vader_features, wordllama_features
+from pulse_ml.models.text_packages import require_package, text_requirements
 from pulse_ml.sessions.feature_sets import feature_set_from_mapping
+from pulse_ml.sessions.text_column import check_text_column
+from pulse_ml.sessions.text_options import text_search_space
 from pulse_ml.stats.arm_effect import compare_arms
 from pulse_ml.training.metrics import pearson
 
@@ -324,7 +319,7 @@ def test_vader_scores_offline_and_per_message():
     assert feats.shape == (4, 7)
     assert feats[0, 0] > 0.5 and feats[1, 0] < -0.5 and np.all(feats[2] == 0)
     assert feats[3, 3] > 0 > feats[3, 2]  # max message positive, min message negative
-    code = _NO_NETWORK + "from pulse_ml.models.text import vader_features\n" \
+    code = _NO_NETWORK + "from pulse_ml.models.text_encoders import vader_features\n" \
         "print(vader_features(['what a wonderful day'])[0, 0])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=REPO)
@@ -335,7 +330,7 @@ def test_vader_scores_offline_and_per_message():
 def test_wordllama_loads_shipped_weights_with_the_network_blocked():
     code = _NO_NETWORK + textwrap.dedent("""
         import numpy as np
-        from pulse_ml.models.text import wordllama_features
+        from pulse_ml.models.text_encoders import wordllama_features
         e = wordllama_features(["I am very happy with this", "I am glad, thanks a lot",
                                 "the train leaves at noon from platform 4"], dim=256,
                                pool="text")
@@ -418,7 +413,7 @@ def test_missing_package_names_how_to_install_it(package, func, encoder, hint, w
         import sys
         sys.modules[{package!r}] = None
         from pulse_ml.errors import PulseError
-        from pulse_ml.models import text
+        from pulse_ml.models import text_encoders as text
         try:
             text.{func}(["hello"])
         except PulseError as exc:

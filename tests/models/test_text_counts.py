@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from pulse_ml.models import text, text_cache
+from pulse_ml.models import text_cache, text_tfidf
 from pulse_ml.models.text import TextFeatures
 
 WORDS = np.array([f"w{i:03d}" for i in range(300)] + ["great", "broken", "Thanks!", "é-café"])
@@ -62,7 +62,7 @@ def test_count_cache_on_and_off_give_the_same_features(monkeypatch):
     on = TextFeatures(encoders="stack", stack_on="tfidf").fit_transform(texts[:240], y[:240])
     on_test = TextFeatures(encoders="stack", stack_on="tfidf").fit(texts[:240], y[:240]) \
         .transform(texts[240:])
-    monkeypatch.setattr(text, "USE_COUNT_CACHE", False)
+    monkeypatch.setattr(text_tfidf, "USE_COUNT_CACHE", False)
     text_cache.clear_text_caches()
     off_enc = TextFeatures(encoders="stack", stack_on="tfidf")
     off = off_enc.fit_transform(texts[:240], y[:240])
