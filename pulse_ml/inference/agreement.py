@@ -30,7 +30,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.stats import norm
 
 from pulse_ml.errors import DataError
-from pulse_ml.sessions.table import bad_values, where_rows
+from pulse_ml.sessions.bad_rows import bad_values, where_rows
 
 PREFERENCES = {"a": 1, "b": -1, "tie": 0}
 PAIR_COLUMNS = ("pair_id", "session_a", "session_b", "preference")

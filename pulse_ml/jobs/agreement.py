@@ -38,7 +38,7 @@ from pulse_ml.inference.agreement import agreement_outcomes, agreement_table, va
 from pulse_ml.names import write_csv
 from pulse_ml.report.plots import agreement_chart
 from pulse_ml.report.tables import markdown_table, say, text_table
-from pulse_ml.sessions.table import bad_values, numeric_column, where_rows
+from pulse_ml.sessions.bad_rows import bad_values, numeric_column, where_rows
 
 COLUMN_PREFIX = "column:"
 

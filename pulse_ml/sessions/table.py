@@ -17,47 +17,23 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pulse_ml.env.faults import ECHO_LIMIT, shorten
+from pulse_ml.env.faults import shorten
 from pulse_ml.errors import DataError, PulseError
+from pulse_ml.sessions.bad_rows import bad_values, numeric_column, where_rows
 from pulse_ml.sessions.case_studies import (  # noqa: F401 - MIN_LABELED_PER_ARM re-exported
     MIN_LABELED_PER_ARM,
     CaseStudy,
     check_case_studies,
 )
+from pulse_ml.sessions.column_checks import check_feature
 from pulse_ml.sessions.feature_sets import FeatureSet
 from pulse_ml.sessions.readers import read_frame
-from pulse_ml.sessions.text_column import check_text_column, missing_text_note
+from pulse_ml.sessions.text_column import missing_text_note
 
 REQUIRED = ("session_id", "condition", "rating")
 TIME_COLUMN = "started_at"
-_SHOW = 5
 _EPOCH_MAX = 1e10  # epoch seconds up to the year 2286; larger numbers look like milliseconds
-_TIME_FIX = "Use ISO 8601 (e.g. 2025-06-02T14:03:00Z; no offset = UTC) or epoch seconds."
-
-
-def _where(frame: pd.DataFrame, mask: np.ndarray | pd.Series, first_row: int = 0,
-           id_column: str = "session_id") -> str:
-    """Describe the first offending rows: 1-based file row number and ``id_column``.
-
-    ``first_row`` is the 0-based file position of ``frame``'s first row (chunked reads).
-    """
-    idx = np.flatnonzero(np.asarray(mask))
-    parts = []
-    for i in idx[:_SHOW]:
-        sid = frame[id_column].iloc[i] if id_column in frame else None
-        part = f"row {first_row + i + 1}"
-        if sid is not None and not pd.isna(sid):
-            part += f" ({id_column}={shorten(sid)})"
-        parts.append(part)
-    more = f" and {len(idx) - _SHOW} more" if len(idx) > _SHOW else ""
-    return f"{len(idx)} row(s): {', '.join(parts)}{more}"
-
-
-def _bad_values(series: pd.Series, mask: np.ndarray | pd.Series) -> str:
-    """The first distinct offending values, each cut to ~80 characters."""
-    vals = pd.unique(series[np.asarray(mask)].astype(str))[:_SHOW]
-    return ", ".join(repr(v) if len(v) <= ECHO_LIMIT else f"{v[:ECHO_LIMIT - 1]!r}… "
-                     f"({len(v)} characters)" for v in vals)
+TIME_FIX = "Use ISO 8601 (e.g. 2025-06-02T14:03:00Z; no offset = UTC) or epoch seconds."
 
 
 def _check_columns(frame: pd.DataFrame, features: FeatureSet) -> list[str]:
@@ -75,126 +51,14 @@ def _check_columns(frame: pd.DataFrame, features: FeatureSet) -> list[str]:
     return problems
 
 
-def _numeric(frame: pd.DataFrame, col: str, problems: list[str],
-             first_row: int = 0, fix: str = "Use numbers only.") -> pd.Series:
-    raw = frame[col]
-    num = pd.to_numeric(raw, errors="coerce") if raw.dtype != bool else raw.astype(float)
-    bad = np.array(num.isna() & raw.notna(), dtype=bool)  # a writable copy
-    if bad.any():  # blank strings count as missing, not as non-numeric (checked on few cells)
-        bad[bad] = (raw[bad].astype(str).str.strip() != "").to_numpy()
-    if bad.any():
-        problems.append(f"column '{col}': non-numeric values ({_bad_values(raw, bad)}) in "
-                        f"{_where(frame, bad, first_row)}. {fix}")
-    return num.astype(float)
-
-
-# Public names for the other tables' checks (pairs, predictor columns): one wording of bad rows.
-where_rows, bad_values, numeric_column = _where, _bad_values, _numeric
-
-
 def _check_rating(frame: pd.DataFrame, problems: list[str]) -> pd.Series:
-    rating = _numeric(frame, "rating", problems)
+    rating = numeric_column(frame, "rating", problems)
     out = rating.notna() & ((rating < 1) | (rating > 5))
     if out.any():
-        problems.append(f"column 'rating': values outside [1, 5] ({_bad_values(rating, out)}) in "
-                        f"{_where(frame, out)}. Ratings are mean 1–5 star ratings; leave unrated "
-                        "sessions empty.")
+        problems.append(f"column 'rating': values outside [1, 5] ({bad_values(rating, out)}) in "
+                        f"{where_rows(frame, out)}. Ratings are mean 1–5 star ratings; leave "
+                        "unrated sessions empty.")
     return rating
-
-
-def _check_text(frame: pd.DataFrame, col: str, problems: list[str], notes: list[str] | None,
-                first_row: int = 0) -> pd.Series:
-    """A ``text`` feature: strings pass, missing = empty text (a note), other values refused."""
-    raw = frame[col].reset_index(drop=True)
-    try:
-        check = check_text_column(raw, col)
-    except PulseError:
-        missing = raw.isna().to_numpy(dtype=bool)
-        bad = ~missing & ~raw.map(lambda v: isinstance(v, str)).to_numpy(dtype=bool)
-        types = ", ".join(sorted({type(v).__name__ for v in raw[bad].iloc[:50]}))
-        problems.append(f"column '{col}': values that are not text ({types}: "
-                        f"{_bad_values(raw, bad)}) in {_where(frame, bad, first_row)}. A text "
-                        "feature holds the session's messages as strings (missing = empty "
-                        "text): write the text itself, or give the column another kind in the "
-                        "feature set.")
-        return raw.where(~missing, "").astype(str)
-    if check.note and notes is not None:
-        notes.append(check.note)
-    return check.texts
-
-
-def _check_feature(frame: pd.DataFrame, spec, problems: list[str],
-                   first_row: int = 0, notes: list[str] | None = None) -> pd.Series:
-    """Check one feature column by its kind, append problems, return the typed column.
-
-    A ``text`` column's missing values are not a problem: they count as empty text and a
-    sentence saying how many is appended to ``notes``.
-    """
-    col, kind = spec.name, spec.kind
-    if kind == "text":
-        return _check_text(frame, col, problems, notes, first_row)
-    raw = frame[col]
-    missing = raw.isna()
-
-    def where(mask) -> str:
-        return _where(frame, mask, first_row)
-
-    if missing.any():
-        problems.append(f"column '{col}': empty/NaN values in {where(missing)}. Every "
-                        f"session needs a value for {kind} feature '{col}' (impute or drop those "
-                        "rows).")
-    if kind == "categorical":
-        values = raw.astype("string")
-        if spec.values:
-            # Case, spaces, '-' and '_' do not matter, and declared aliases count: the table
-            # gets the canonical value ('Fix Bugs' -> fix_bugs).
-            # the regex runs once per distinct value (a few), not once per row
-            codes, uniques = pd.factorize(values)
-            keys = pd.Series(uniques, dtype="string").str.casefold().str.replace(
-                r"[\s_\-]+", "", regex=True)
-            mapped = keys.map(spec.canonical()).to_numpy(dtype=object, na_value=None)
-            canonical = pd.Series(np.append(mapped, None)[codes], index=values.index,
-                                  dtype="string")
-            unknown = (~missing & canonical.isna()).to_numpy()
-            if unknown.any():
-                aliases = getattr(spec, "aliases", ())
-                extra = (f" (also their aliases, e.g. '{aliases[0][0]}')" if aliases else "")
-                problems.append(f"column '{col}': unknown category value(s) "
-                                f"{_bad_values(raw, unknown)} in {where(unknown)}. "
-                                f"Allowed: {', '.join(spec.values)}{extra}; case, spaces, "
-                                "'-' and '_' do not matter.")
-            values = canonical.where(canonical.notna(), values)
-        return values.fillna("").astype(str)
-    num = _numeric(frame, col, problems, first_row)
-    ok = num.notna()
-    if kind in ("flag", "count"):
-        inf = ok & ~np.isfinite(num)
-        if inf.any():
-            problems.append(f"column '{col}': infinite values in {where(inf)}. A {kind} "
-                            f"needs {'0 or 1' if kind == 'flag' else 'integers >= 0'}.")
-            ok = ok & ~inf
-            num = num.where(~inf, np.nan)
-    if kind == "flag":
-        bad = ok & ~num.isin([0.0, 1.0])
-        if bad.any():
-            problems.append(f"column '{col}': a 0/1 flag has other values "
-                            f"({_bad_values(raw, bad)}) in {where(bad)}. Use 0 or 1.")
-        return num.fillna(0).astype("int64")
-    if kind == "count":
-        neg = ok & (num < 0)
-        if neg.any():
-            problems.append(f"column '{col}': negative counts ({_bad_values(raw, neg)}) in "
-                            f"{where(neg)}. Counts are integers >= 0.")
-        frac = ok & (num != np.floor(num))
-        if frac.any():
-            problems.append(f"column '{col}': non-integer counts ({_bad_values(raw, frac)}) in "
-                            f"{where(frac)}. Counts are integers >= 0.")
-        return num.fillna(0).astype("int64")
-    inf = ok & ~np.isfinite(num)
-    if inf.any():
-        problems.append(f"column '{col}': infinite values in {where(inf)}. Use finite "
-                        "numbers.")
-    return num
 
 
 def parse_started_at(raw: pd.Series) -> tuple[pd.Series, np.ndarray, np.ndarray]:
@@ -240,11 +104,11 @@ def _check_started_at(frame: pd.DataFrame, problems: list[str]) -> pd.Series:
     parsed, bad, out_of_range = parse_started_at(frame[TIME_COLUMN])
     raw = frame[TIME_COLUMN].reset_index(drop=True)
     if bad.any():
-        problems.append(f"column '{TIME_COLUMN}': unparseable values ({_bad_values(raw, bad)}) "
-                        f"in {_where(frame, bad)}. {_TIME_FIX}")
+        problems.append(f"column '{TIME_COLUMN}': unparseable values ({bad_values(raw, bad)}) "
+                        f"in {where_rows(frame, bad)}. {TIME_FIX}")
     if out_of_range.any():
         problems.append(f"column '{TIME_COLUMN}': epoch values outside 1970-2286 "
-                        f"({_bad_values(raw, out_of_range)}) in {_where(frame, out_of_range)}. "
+                        f"({bad_values(raw, out_of_range)}) in {where_rows(frame, out_of_range)}. "
                         "Epoch times are in seconds (values above 1e10 look like "
                         "milliseconds: divide them by 1000).")
     return parsed.where(~(bad | out_of_range))
@@ -272,71 +136,6 @@ def study_arms(frame: pd.DataFrame,
     found = pos >= 0
     return (np.where(found, table[pos, 0], -1).astype(np.int64),
             np.where(found, table[pos, 1], 0).astype(np.int64))
-
-
-def require_started_at(table: SessionTable, case_studies: Iterable[str],
-                       now: pd.Timestamp | None = None, check_id_order: bool = True) -> None:
-    """Check that every session of the given case studies has a usable ``started_at``.
-
-    Monitoring (``pulse-ml monitor``) needs the start time of every session it monitors:
-    present, not in the future, and (when the session ids are integers, i.e. a sequence)
-    not going back in time as the ids go up.
-
-    Args:
-        table: A validated table (``started_at`` already parsed by :func:`validate_frame`).
-        case_studies: Names of the monitored case studies (sessions of their two arms are
-            checked).
-        now: The present (default: the clock, UTC).
-        check_id_order: Check the order of integer session ids against ``started_at``.
-
-    Raises:
-        DataError: naming the column, the first offending rows and the fix.
-    """
-    names = list(case_studies)
-    frame = table.frame
-    listed = ", ".join(repr(n) for n in names)
-    if TIME_COLUMN not in frame.columns:
-        raise DataError(table.path, [
-            f"column '{TIME_COLUMN}': missing. Monitoring needs when each session started (ISO "
-            f"8601 or epoch seconds) for the case studies it monitors ({listed}). Add the "
-            "column: the simulator writes it, and extract writes it for OpenHands event "
-            "streams (their first event's timestamp); chats and records without timestamps "
-            "have none, so fill it from your own logs."])
-    monitored = study_arms(frame, [table.case_study(n) for n in names])[0] >= 0
-    times = frame[TIME_COLUMN]
-    problems = []
-    missing = monitored & times.isna().to_numpy()
-    if missing.any():
-        studies = ", ".join(repr(s) for s in pd.unique(frame.loc[missing, "case_study"]))
-        problems.append(f"column '{TIME_COLUMN}': empty values in monitored case study "
-                        f"{studies} in {_where(frame, missing)}. Every monitored session needs "
-                        f"its start time. {_TIME_FIX}")
-    now = pd.Timestamp.now(tz="UTC") if now is None else pd.Timestamp(now)
-    now = now.tz_localize("UTC") if now.tzinfo is None else now.tz_convert("UTC")
-    future = monitored & (times > now).fillna(False).to_numpy()
-    if future.any():
-        problems.append(f"column '{TIME_COLUMN}': start times in the future (after "
-                        f"{now.isoformat(timespec='seconds')}) in {_where(frame, future)}. Fix "
-                        "the dates or their time zone (values without an offset are read as "
-                        "UTC).")
-    if check_id_order and monitored.any() and not missing.any():
-        ids = frame["session_id"].to_numpy()[monitored].astype(str)
-        if np.char.isdigit(ids).all() and all(len(i) <= 18 for i in ids):
-            rows = np.flatnonzero(monitored)
-            order = np.argsort(ids.astype(np.int64), kind="stable")
-            t = times.to_numpy()[rows[order]]
-            back = np.zeros(len(t), dtype=bool)
-            back[1:] = t[1:] < t[:-1]  # earlier than the session with the id before it
-            if back.any():
-                mask = np.zeros(len(frame), dtype=bool)
-                mask[rows[order][back]] = True
-                problems.append(f"column '{TIME_COLUMN}': the session ids are integers (a "
-                                "sequence) but the start times go back in time as the ids go "
-                                f"up in {_where(frame, mask)} (each starts before the "
-                                "session with the id before it). Fix the dates, or set "
-                                "check_id_order=false if the ids are not given in time order.")
-    if problems:
-        raise DataError(table.path, problems)
 
 
 @dataclass(frozen=True)
@@ -419,13 +218,13 @@ def validate_frame(
     sid = frame["session_id"].astype("string").str.strip()
     empty = (sid.isna() | (sid == "")).to_numpy()
     if empty.any():
-        problems.append(f"column 'session_id': empty values in {_where(frame, empty)}. "
+        problems.append(f"column 'session_id': empty values in {where_rows(frame, empty)}. "
                         "Every session needs an id.")
     sid = sid.fillna("").astype(str)
     dup = sid.duplicated(keep=False).to_numpy() & (sid != "").to_numpy()
     if dup.any():
-        problems.append(f"column 'session_id': duplicate ids ({_bad_values(sid, dup)}) in "
-                        f"{_where(frame, dup)}. Each session must appear once; aggregate "
+        problems.append(f"column 'session_id': duplicate ids ({bad_values(sid, dup)}) in "
+                        f"{where_rows(frame, dup)}. Each session must appear once; aggregate "
                         "segment ratings per session "
                         "(pulse_ml.sessions.ratings.aggregate_ratings).")
     out["session_id"] = sid
@@ -436,25 +235,25 @@ def validate_frame(
     out["case_study"] = cs.astype("string").fillna("").astype(str).str.strip()
     cond = frame["condition"].astype("string")
     if cond.isna().any():
-        problems.append(f"column 'condition': empty values in {_where(frame, cond.isna())}. "
+        problems.append(f"column 'condition': empty values in {where_rows(frame, cond.isna())}. "
                         "Use e.g. 'default' for sessions in no test.")
     out["condition"] = cond.fillna("").astype(str).str.strip()
     out["rating"] = _check_rating(frame, problems)
     if "n_ratings" in frame:
-        n_r = _numeric(frame, "n_ratings", problems)
+        n_r = numeric_column(frame, "n_ratings", problems)
         neg = n_r.notna() & (n_r < 0)
         if neg.any():
-            problems.append(f"column 'n_ratings': negative values in {_where(frame, neg)}.")
+            problems.append(f"column 'n_ratings': negative values in {where_rows(frame, neg)}.")
         inf = n_r.notna() & ~np.isfinite(n_r)
         if inf.any():
-            problems.append(f"column 'n_ratings': infinite values in {_where(frame, inf)}. "
+            problems.append(f"column 'n_ratings': infinite values in {where_rows(frame, inf)}. "
                             "Use the number of segment ratings (an integer >= 0).")
         out["n_ratings"] = n_r.where(~inf, 0).fillna(0).clip(lower=0).astype("int64")
     else:
         out["n_ratings"] = out["rating"].notna().astype("int64")
     text_notes: list[str] = []
     for spec in features.columns:
-        out[spec.name] = _check_feature(frame, spec, problems, notes=text_notes)
+        out[spec.name] = check_feature(frame, spec, problems, notes=text_notes)
     if TIME_COLUMN in frame.columns:
         out[TIME_COLUMN] = _check_started_at(frame, problems)
     for col in frame.columns:
@@ -537,10 +336,10 @@ def validate_chunk(chunk: pd.DataFrame, features: FeatureSet, path: str | Path,
     empty = (ids.isna() | (ids.astype(str).str.strip() == "")).to_numpy()
     if empty.any():
         problems.append(f"column 'session_id': empty values in "
-                        f"{_where(chunk, empty, first_row)}. Every session needs an id.")
+                        f"{where_rows(chunk, empty, first_row)}. Every session needs an id.")
     canonical = {}
     for spec in features.columns:
-        typed = _check_feature(chunk, spec, problems, first_row)
+        typed = check_feature(chunk, spec, problems, first_row)
         if spec.kind == "categorical" and spec.values:
             canonical[spec.name] = typed.to_numpy()
         if spec.kind == "text" and missing_text is not None:

@@ -15,8 +15,10 @@ import numpy as np
 import pandas as pd
 
 from pulse_ml.errors import PulseError
+from pulse_ml.sessions.bad_rows import bad_values, where_rows
 
-__all__ = ["TextColumnCheck", "check_text_column", "missing_text_note", "text_cells"]
+__all__ = ["TextColumnCheck", "check_text_column", "check_text_feature", "missing_text_note",
+           "text_cells"]
 
 _SHOW = 5
 
@@ -109,5 +111,43 @@ def check_text_column(values: pd.Series, column: str,
             f"{'; '.join(rows)}{more}. A text column holds the session's messages as strings "
             "(missing = empty text); write the text itself, quote numbers in CSV files, or "
             "give the column another kind in the feature set.")
+    return _checked(column, s, missing)
+
+
+def check_text_feature(frame: pd.DataFrame, col: str, problems: list[str],
+                       notes: list[str] | None, first_row: int = 0) -> pd.Series:
+    """A ``text`` feature of a table: strings pass, missing = empty text (a note), others refused.
+
+    The table's wording of :func:`check_text_column`'s rule: a value that is not text is one
+    problem among the table's (types, values and rows named), not an error of its own.
+
+    Args:
+        frame: The table (or one chunk of it).
+        col: The text column.
+        problems: Where the problem sentence is appended.
+        notes: Where the note on missing values is appended (None = no note).
+        first_row: 0-based file position of ``frame``'s first row (chunked reads).
+
+    Returns:
+        The texts (``str``; missing values as ``""``), indexed from 0.
+    """
+    raw = frame[col].reset_index(drop=True)
+    s, missing, bad = text_cells(raw)
+    if bad.any():
+        types = ", ".join(sorted({type(v).__name__ for v in raw[bad].iloc[:50]}))
+        problems.append(f"column '{col}': values that are not text ({types}: "
+                        f"{bad_values(raw, bad)}) in {where_rows(frame, bad, first_row)}. A text "
+                        "feature holds the session's messages as strings (missing = empty "
+                        "text): write the text itself, or give the column another kind in the "
+                        "feature set.")
+        return raw.where(~missing, "").astype(str)
+    check = _checked(col, s, missing)
+    if check.note and notes is not None:
+        notes.append(check.note)
+    return check.texts
+
+
+def _checked(column: str, s: pd.Series, missing: np.ndarray) -> TextColumnCheck:
+    """The texts of a column without bad values: missing ones as ``""``."""
     texts = s.where(~missing, "").astype(object).astype(str)
     return TextColumnCheck(column=str(column), texts=texts, n_missing=int(missing.sum()))

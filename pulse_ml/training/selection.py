@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from pulse_ml.errors import DataError, PulseError
-from pulse_ml.sessions.table import TIME_COLUMN, SessionTable, _where
+from pulse_ml.sessions.bad_rows import where_rows as _where
+from pulse_ml.sessions.table import TIME_COLUMN, SessionTable
 
 ALL = "all"
 
