@@ -417,7 +417,8 @@ def run(cfg: Node) -> pd.DataFrame:
     from pulse_ml.report.plots import comparison_plot, paired_plot
 
     job = settings_from_config(cfg)
-    check_outputs("compare", [("output", job.output, "folder")], [("users_from", job.users_from)])
+    check_outputs("compare", [("output", job.output, "folder")], [("users_from", job.users_from)],
+                  tracking.store_locations())
     none = PulseError(f"no finished model-family or LLM-judge runs in experiment "
                       f"'{tracking.TRAIN_EXPERIMENT}' at {tracking.tracking_uri()}. Run "
                       "`pulse-ml train` (or `pulse-ml judge`) first.")
