@@ -62,25 +62,6 @@ def relation(out: Path, other: Path) -> str | None:
     return None
 
 
-def store_locations() -> list[tuple[str, Path]]:
-    """The local files and folders of the tracking store (its database and its artifacts)."""
-    from pulse_ml.registry import guard, store
-
-    uri = store.tracking_uri()
-    found: list[tuple[str, Path]] = []
-    db = guard.sqlite_file(uri)
-    if db is not None:
-        # the default store is the folder mlruns/ (database and artifacts)
-        found.append(("the MLflow store", db.parent if db.parent.name == "mlruns" else db))
-    folder = guard._local_dir(uri)  # noqa: SLF001 - the one parser of file-store URIs
-    if folder is not None:
-        found.append(("the MLflow store", folder))
-    artifacts = local_path(store.artifact_root())
-    if artifacts is not None:
-        found.append(("the MLflow artifact store", artifacts))
-    return found
-
-
 def _kind_problem(setting: str, location: str, path: Path, kind: str) -> str | None:
     if kind == "file" and path.is_dir():
         return (f"{setting}={location} is an existing folder, and a file is written there. "
@@ -98,7 +79,8 @@ def _kind_problem(setting: str, location: str, path: Path, kind: str) -> str | N
 
 
 def check_outputs(verb: str, outputs: Sequence[tuple[str, object, str]],
-                  inputs: Sequence[tuple[str, object]], store: bool = True) -> None:
+                  inputs: Sequence[tuple[str, object]],
+                  store: Sequence[tuple[str, Path]]) -> None:
     """Refuse outputs that touch an input or the store, or have the wrong kind (before work).
 
     Args:
@@ -107,7 +89,9 @@ def check_outputs(verb: str, outputs: Sequence[tuple[str, object, str]],
             None is skipped.
         inputs: ``(setting, location)`` of what the command reads (a glob's fixed folder is
             used); None is skipped.
-        store: Also keep the outputs away from the tracking store.
+        store: ``(what, path)`` of the tracking store's local files and folders, kept away
+            from the outputs too (:func:`pulse_ml.registry.store.store_locations`; ``[]``:
+            none).
 
     Raises:
         PulseError: one line naming the setting, the location it touches and what to do.
@@ -118,8 +102,7 @@ def check_outputs(verb: str, outputs: Sequence[tuple[str, object, str]],
         if path is not None:
             others.append((f"the input {setting}={shorten(location, PATH_LIMIT)}",
                            _fixed_part(path)))
-    if store:
-        others += store_locations()
+    others += store
     for setting, location, kind in outputs:
         path = None if location is None else local_path(str(location))
         if path is None:

@@ -102,9 +102,11 @@ def run(cfg: Node):
     from pulse_ml.env.locations import check_outputs
     from pulse_ml.inference.audit import consistency, split_half
     from pulse_ml.registry import models
+    from pulse_ml.registry.store import store_locations
 
     job = settings_from_config(cfg)
-    check_outputs("audit", [("output", job.output, "folder")], [("data.path", job.data_path)])
+    check_outputs("audit", [("output", job.output, "folder")], [("data.path", job.data_path)],
+                  store_locations())
     name, mode, settings = job.case_study, job.mode, job.settings
     models.require_model(job.model_uri)  # "no model" is said before any data is read
     raw = read_frame(job.data_path)

@@ -411,18 +411,20 @@ def ablation_notes(ablation: pd.DataFrame, group_by: list[str]) -> list[str]:
 def run(cfg: Node) -> pd.DataFrame:
     """Entry point of ``pulse-ml compare`` (only reads the store: a read-only one is fine)."""
     from pulse_ml.env.atomic import staged_outputs
+    from pulse_ml.env.dbprobe import sqlite_file
     from pulse_ml.env.locations import check_outputs
     from pulse_ml.registry import runs as registry_runs
     from pulse_ml.registry import store as tracking
     from pulse_ml.report.plots import comparison_plot, paired_plot
 
     job = settings_from_config(cfg)
-    check_outputs("compare", [("output", job.output, "folder")], [("users_from", job.users_from)])
+    check_outputs("compare", [("output", job.output, "folder")], [("users_from", job.users_from)],
+                  tracking.store_locations())
     none = PulseError(f"no finished model-family or LLM-judge runs in experiment "
                       f"'{tracking.TRAIN_EXPERIMENT}' at {tracking.tracking_uri()}. Run "
                       "`pulse-ml train` (or `pulse-ml judge`) first.")
     uri = tracking.tracking_uri()
-    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file():
+    if (db := sqlite_file(uri)) is not None and not db.is_file():
         raise none  # reading must not create an empty store
     runs = registry_runs.finished_runs()
     if job.data_fingerprint and len(runs):

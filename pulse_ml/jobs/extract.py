@@ -165,10 +165,12 @@ def extract(s: ExtractSettings) -> ExtractResult:
         PulseError: no file matched, or not one session could be read.
     """
     from pulse_ml.env.locations import check_outputs
+    from pulse_ml.registry.store import store_locations
 
     out_format(s.out)  # before any work
     check_outputs("extract", [("out", s.out, "file")], [("input", s.input),
-                                                        ("ratings", s.ratings)])
+                                                        ("ratings", s.ratings)],
+                  store_locations())
     files = find_files(s.input)
     read = read_sessions(files, progress=s.progress)
     if not read.sessions:

@@ -248,7 +248,8 @@ def run_settings(job: InferJob) -> pd.DataFrame:
     from pulse_ml.registry import models, store
     from pulse_ml.report.html import run_identity
 
-    check_outputs("infer", [("output", job.output, "folder")], [("data.path", job.data_path)])
+    check_outputs("infer", [("output", job.output, "folder")], [("data.path", job.data_path)],
+                  store.store_locations())
     models.require_model(job.model_uri)  # "no model" is said before any data is read
     raw = read_frame(job.data_path)  # bad files fail before the model loads
     if job.log_mlflow:

@@ -132,12 +132,12 @@ def judge(s: JudgeSettings) -> JudgeResult:
     from pulse_ml.llm.client import all_failed_error
     from pulse_ml.llm.judge import judge_feature, judge_metrics, judge_sessions
     from pulse_ml.registry.llm_runs import config_json, llm_params, log_run
-    from pulse_ml.registry.store import TRAIN_EXPERIMENT
+    from pulse_ml.registry.store import TRAIN_EXPERIMENT, store_locations
     from pulse_ml.sessions.readers import check_transcript_table, read_frame
     from pulse_ml.sessions.writers import write_table
 
     check_outputs("judge", [("output", s.output, "folder"), ("table_out", s.table_out, "file")],
-                  [("data.path", s.data_path)])
+                  [("data.path", s.data_path)], store_locations())
     raw = read_frame(s.data_path)
     if "rating" not in raw.columns and s.sessions == "all":
         raw_for_llm = raw.assign(rating=float("nan"))

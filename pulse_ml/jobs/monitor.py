@@ -206,7 +206,8 @@ def run_settings(job: MonitorJob) -> Monitoring:
     from pulse_ml.env.locations import check_outputs
     from pulse_ml.registry import models, store
 
-    check_outputs("monitor", [("output", job.output, "folder")], [("data.path", job.data_path)])
+    check_outputs("monitor", [("output", job.output, "folder")], [("data.path", job.data_path)],
+                  store.store_locations())
     models.require_model(job.model_uri)  # "no model" is said before any data is read
     raw = read_frame(job.data_path)  # bad files fail before the model loads
     if job.log_mlflow:

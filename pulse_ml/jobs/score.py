@@ -72,10 +72,11 @@ def run(cfg) -> ScoreResult:
     """Entry point of ``pulse-ml score``."""
     from pulse_ml.env.locations import check_outputs
     from pulse_ml.registry import models
+    from pulse_ml.registry.store import store_locations
 
     job = settings_from_config(cfg)
     check_outputs("score", [("out", job.out, "folder" if job.engine == "spark" else "file")],
-                  [("data.path", job.data_path)])
+                  [("data.path", job.data_path)], store_locations())
     if job.engine == "spark":  # no local preflight: the input may be s3a:// or a directory
         return _run_spark(job)
     preflight(Path(job.data_path), Path(job.out), job.settings)  # fail fast, before the model

@@ -218,13 +218,13 @@ def resolve_storage(tuning: TuningSettings, spec: ModelSpec, features: FeatureSe
     given explicitly keeps the shared default name ``<family>-<features>-<fp>`` (several
     workers or machines add trials to one study).
     """
-    from pulse_ml.registry import runs
+    from pulse_ml.registry import trials
     from pulse_ml.training.family import study_name_for
 
     if tuning.storage != STORAGE_AUTO:
         return replace(tuning, study_name=study_name_for(spec, features, fp, tuning))
     name = tuning.study_name or f"{spec.name}-{features.name}-{fp[:10]}-{run_id[:8]}"
-    return replace(tuning, study_name=name, storage=runs.study_storage(name))
+    return replace(tuning, study_name=name, storage=trials.study_storage(name))
 
 
 def _study_files(fit: FamilyFit, objective: str, folder: Path) -> list[Path]:
@@ -256,7 +256,7 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
         spec: The model family.
         job: Typed train settings (tuning, register mode, promotion rule, CI-reduction ratio).
     """
-    from pulse_ml.registry import champion_oof, keys, models, promotion, runs
+    from pulse_ml.registry import champion_oof, keys, models, promotion, runs, trials
     from pulse_ml.registry import store as tracking
     from pulse_ml.training.family import fingerprint, label_fingerprint, training_data
     from pulse_ml.training.paired import with_users
@@ -278,8 +278,8 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
         runs.log_dataset(labeled[["session_id", "user_id", "rating", *table.features.names]],
                          table.path, f"{Path(table.path).stem} (labeled, {table.features.name})",
                          fp, "training")
-        logger = runs.TrialLogger(run_id, runs.experiment_id(keys.TRAIN_EXPERIMENT), spec.name,
-                                  objective)
+        logger = trials.TrialLogger(run_id, runs.experiment_id(keys.TRAIN_EXPERIMENT), spec.name,
+                                    objective)
         fit = tune_family(table, spec, tuning, progress=job.progress, on_trial=logger,
                           invocation=run_id)
         logger.mark_best(fit.best_number)

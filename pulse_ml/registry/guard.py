@@ -29,38 +29,31 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 from urllib.parse import quote
 
+from pulse_ml.env import dbprobe
+from pulse_ml.env.dbprobe import TIMEOUT_ENV, timeout_s
 from pulse_ml.env.faults import (
     BUSY_TIMEOUT_ENV,
     file_lock,
-    probe_tcp,
     retry_locked,
     seconds_from_env,
     shorten,
-    within,
 )
 from pulse_ml.errors import PulseError
-from pulse_ml.registry.http_probe import TIMEOUT_ENV, probe_http  # noqa: F401 - re-exported
+from pulse_ml.registry.http_probe import probe_http  # noqa: F401 - re-exported
 
 T = TypeVar("T")
 
-DEFAULT_TIMEOUT_S = 10.0
 SQLITE_MAX_PATH = 512  # SQLite's SQLITE_MAX_PATHNAME (unix VFS), in bytes
 DEFAULT_BUSY_TIMEOUT_S = 60.0  # BUSY_TIMEOUT_ENV (faults.py) overrides it
 QUICK_CHECK_MAX_BYTES = 256 * 2**20  # larger stores get the O(1) header check only
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _MLFLOW_TABLES = {"alembic_version", "experiments", "runs"}
-# Database tracking stores MLflow opens through SQLAlchemy: default port, driver to install.
-_DATABASES = {"postgresql": (5432, "psycopg2-binary"), "mysql": (3306, "pymysql"),
-              "mariadb": (3306, "pymysql"), "mssql": (1433, "pyodbc")}
 
 
 @dataclass(frozen=True)
@@ -79,11 +72,6 @@ class StoreCheck:
     kind: str
     db: Path | None = None
     fresh: bool = False
-
-
-def timeout_s() -> float:
-    """Seconds to wait for a tracking server (``PULSE_TRACKING_TIMEOUT``, default 10)."""
-    return seconds_from_env(TIMEOUT_ENV, DEFAULT_TIMEOUT_S)
 
 
 def busy_timeout_s() -> float:
@@ -136,25 +124,6 @@ def redact(uri: str) -> str:
     from pulse_ml.redact import redact_uri
 
     return redact_uri(uri)
-
-
-def sqlite_file(uri: str) -> Path | None:
-    """The database file of an ``sqlite:///`` URI (None for other URIs and in-memory ones)."""
-    if not uri.startswith("sqlite:///"):
-        return None
-    rest = uri[len("sqlite:///"):].split("?", 1)[0]
-    if rest in ("", ":memory:"):
-        return None
-    return Path(rest).expanduser()
-
-
-def _local_dir(uri: str) -> Path | None:
-    """The folder of a local file store URI (``file:///…`` or a plain path), else None."""
-    if uri.startswith("file:"):
-        return Path(urllib.parse.unquote(urllib.parse.urlsplit(uri).path))
-    if "://" not in uri and not uri.startswith(("databricks", "sqlite:")):
-        return Path(uri).expanduser()
-    return None
 
 
 def _default_file_store(folder: Path) -> bool:
@@ -248,47 +217,28 @@ def _write_problem(path: Path) -> str | None:
     return None
 
 
-def _database(uri: str) -> str | None:
-    """The backend of a database tracking URI (``postgresql``, ``mysql``, …), else None."""
-    scheme = uri.split("://", 1)[0] if "://" in uri else ""
-    backend = scheme.split("+", 1)[0].lower()
-    return backend if backend in _DATABASES else None
-
-
 def probe_database(uri: str, timeout: float) -> None:
     """Make sure a database tracking store answers within ``timeout`` seconds.
 
     The host's port is tried first (refused, unknown host or black hole fail fast), then one
     connection is opened and ``SELECT 1`` run with the driver's ``connect_timeout`` and a
-    thread bound around it. Nothing is created or changed.
+    thread bound around it (:func:`pulse_ml.env.dbprobe.open_bounded`). Nothing is created or
+    changed.
 
     Raises:
         PulseError: one line naming the (redacted) URI: no answer in time, refused, driver
             missing, or the connection refused (credentials, database name).
     """
     from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
     from sqlalchemy.pool import NullPool
 
     shown = redact(uri)
     fix = (f"Start it or fix MLFLOW_TRACKING_URI (unset it to use the local store "
            f"./mlruns/mlflow.db); {TIMEOUT_ENV} sets how long to wait (now {timeout:g} s).")
-    try:
-        parsed = make_url(uri)
-    except (ArgumentError, ValueError):  # ValueError: a bad port or IPv6 bracket
-        raise PulseError(f"MLFLOW_TRACKING_URI={shown} is not a database URL (e.g. "
-                         "postgresql://user@host:5432/mlflow).") from None
-    backend = parsed.get_backend_name()
-    default_port, driver = _DATABASES[backend]
-    host, port = parsed.host or "localhost", parsed.port or default_port
-    reason = probe_tcp(host, int(port), timeout)
-    if reason is not None:
-        raise PulseError(f"MLflow tracking database {shown} does not answer ({reason}). {fix}")
-    connect_args = ({"connect_timeout": max(1, round(timeout))}
-                    if backend in ("postgresql", "mysql", "mariadb") else {})
+    silent = (f"MLflow tracking database {shown} does not answer (it accepts connections but "
+              f"sent no answer within {timeout:g} s: is it a database server?). {fix}")
 
-    def connect() -> None:
+    def connect(connect_args: dict) -> None:
         engine = create_engine(uri, poolclass=NullPool, connect_args=connect_args)
         try:
             with engine.connect() as con:
@@ -297,21 +247,26 @@ def probe_database(uri: str, timeout: float) -> None:
             engine.dispose()
 
     try:
-        within(timeout, connect, name="probe-tracking-database")
-    except TimeoutError:
-        raise PulseError(f"MLflow tracking database {shown} does not answer (it accepts "
-                         f"connections but sent no answer within {timeout:g} s: is it a "
-                         f"database server?). {fix}") from None
-    except ImportError as exc:
-        raise PulseError(f"MLflow tracking database {shown}: the {backend} driver is not "
-                         f"installed ({shorten(exc)}); pip install {driver}.") from None
-    except Exception as exc:  # noqa: BLE001 - any driver failure is the user's setup
+        dbprobe.open_bounded(dbprobe.target(uri), timeout, connect, "probe-tracking-database")
+    except dbprobe.DbProblem as problem:
+        if problem.kind == "url":
+            raise PulseError(f"MLFLOW_TRACKING_URI={shown} is not a database URL (e.g. "
+                             "postgresql://user@host:5432/mlflow).") from None
+        if problem.kind == "unreachable":
+            raise PulseError(f"MLflow tracking database {shown} does not answer "
+                             f"({problem.reason}). {fix}") from None
+        if problem.kind == "silent":
+            raise PulseError(silent) from None
+        if problem.kind == "driver":
+            raise PulseError(f"MLflow tracking database {shown}: the "
+                             f"{problem.target.backend} driver is not installed "
+                             f"({shorten(problem.reason)}); pip install {problem.driver}.") \
+                from None
+        exc = problem.reason
         text_ = str(getattr(exc, "orig", None) or exc).strip()
         first = text_.splitlines()[0] if text_ else type(exc).__name__
         if "timeout expired" in first or "timed out" in first.lower():
-            raise PulseError(f"MLflow tracking database {shown} does not answer (it accepts "
-                             f"connections but sent no answer within {timeout:g} s: is it a "
-                             f"database server?). {fix}") from None
+            raise PulseError(silent) from None
         raise PulseError(f"MLflow tracking database {shown} refused the connection "
                          f"({shorten(first, 200)}). Check the server, the credentials and the "
                          "database name in MLFLOW_TRACKING_URI.") from None
@@ -343,7 +298,7 @@ def check_store(uri: str, explicit: bool, write: bool) -> StoreCheck:
     Raises:
         PulseError: foreign, damaged or read-only store, missing folder, dead server.
     """
-    db = sqlite_file(uri)
+    db = dbprobe.sqlite_file(uri)
     if db is not None:
         size = len(str(db.expanduser().absolute()).encode()) + len("-journal")
         if size > SQLITE_MAX_PATH:  # SQLite cannot open it; MLflow would retry for minutes
@@ -371,10 +326,11 @@ def check_store(uri: str, explicit: bool, write: bool) -> StoreCheck:
         probe_http(uri, timeout)
         bound_http_env(timeout)
         return StoreCheck(uri, "http")
-    if _database(uri) is not None:
+    known = dbprobe.backend(uri)
+    if known is not None and dbprobe.BACKENDS[known].tracking:
         probe_database(uri, timeout_s())
         return StoreCheck(uri, "database")
-    folder = _local_dir(uri)
+    folder = dbprobe.local_dir(uri)
     if folder is not None:
         if explicit and not folder.exists() and not _default_file_store(folder):
             raise _refuse(uri, f"the folder {folder} does not exist, so this would be a new, "

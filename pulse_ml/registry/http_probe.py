@@ -15,10 +15,10 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+from pulse_ml.env.dbprobe import TIMEOUT_ENV
 from pulse_ml.errors import PulseError
 from pulse_ml.redact import redact_uri
 
-TIMEOUT_ENV = "PULSE_TRACKING_TIMEOUT"
 _AUTH_CHECK = "/api/2.0/mlflow/experiments/search?max_results=1"
 
 

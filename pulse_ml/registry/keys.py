@@ -51,6 +51,14 @@ TRIAL_NUMBER = "trial_number"
 BEST_TRIAL = "best_trial"
 STUDY_NAME = "study_name"
 STUDY_STORAGE = "optuna_storage"
+BEST_TRIAL_RUN = "best_trial_run_id"  # tag of a family run: its best trial's run
+FOLD_MSE = "fold_mse"              # per-fold metrics: one value per fold, the fold as the step
+FOLD_MAE = "fold_mae"
+FOLD_PEARSON = "fold_pearson"
+FOLD_METRICS = (FOLD_MSE, FOLD_MAE, FOLD_PEARSON)
+RUNNING_PREFIX = "running_"        # + objective: the running objective per fold of a trial
+TRIAL_OBJECTIVE = "objective"      # metric of a trial run: the value the study optimizes
+ERROR = "error"                    # tag of a FAILED run: what went wrong
 
 # Promotion and the paired comparison with the champion (tags on family runs and versions).
 PROMOTION_RULE = "promotion_rule"
@@ -80,6 +88,7 @@ NOTE = "mlflow.note.content"
 PARENT_RUN = "mlflow.parentRunId"
 RUN_NAME = "mlflow.runName"
 EXPERIMENT_KIND = "mlflow.experimentKind"
+DATASET_CONTEXT = "mlflow.data.context"  # tag of a dataset input: training | inference
 CLASSIC_ML = "custom_model_development"  # MLflow 3: the machine-learning (not GenAI) layout
 
 EXPERIMENT_DESCRIPTIONS = {

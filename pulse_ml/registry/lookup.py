@@ -16,7 +16,7 @@ def require_store(model_uri: str) -> None:
     Checked before any data is read and before MLflow would create an empty store (seconds of
     schema migrations) only to report that the model is missing.
     """
-    from pulse_ml.registry.guard import sqlite_file
+    from pulse_ml.env.dbprobe import sqlite_file
     from pulse_ml.registry.store import tracking_uri
 
     uri = tracking_uri()
@@ -90,7 +90,7 @@ def _sqlite_has_version(rest: str) -> bool | None:
                  "AND current_stage != 'Deleted_Internal'")
         args = (name, int(ver))
     try:
-        from pulse_ml.registry.guard import sqlite_file
+        from pulse_ml.env.dbprobe import sqlite_file
 
         path = sqlite_file(uri)
         if path is None:

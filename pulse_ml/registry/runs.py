@@ -66,7 +66,7 @@ def family_run(family: str, feature_set: str, fingerprint: str, objective: str,
         mlflow.end_run("FINISHED")
     except BaseException as exc:
         interrupted = isinstance(exc, KeyboardInterrupt)  # Ctrl-C or SIGTERM (signals.py)
-        mlflow.set_tag("error", redact_text(str(exc))[:500] or type(exc).__name__)
+        mlflow.set_tag(keys.ERROR, redact_text(str(exc))[:500] or type(exc).__name__)
         mlflow.end_run("KILLED" if interrupted else "FAILED")
         if isinstance(exc, PulseError) or interrupted:
             raise
@@ -162,124 +162,6 @@ def log_dataset(frame: pd.DataFrame, source: str, name: str, fingerprint: str,
         mlflow.log_input(dataset, context=context, tags={keys.DATA_FINGERPRINT: fingerprint})
 
 
-def _ms(moment) -> int | None:
-    return None if moment is None else int(moment.timestamp() * 1000)
-
-
-class TrialLogger:
-    """Logs Optuna trials as nested runs of a family run, one call per finished trial.
-
-    Call it from the process that owns the tracking store (the train job's main process): it
-    is the ``on_trial`` hook of :func:`pulse_ml.training.tuning.run_study`, which also hands
-    over the trials that other worker processes finished (they only write to the study).
-    Each run has the trial's real start and end time, a status that shows its state (COMPLETE
-    -> FINISHED, PRUNED -> KILLED, FAIL -> FAILED; tag ``trial_state``), its parameters, its
-    per-fold metrics as step series (``fold_mse`` ...; pruned trials have the running
-    objective per fold, ``running_<objective>``) and a one-line description.
-
-    Args:
-        parent_run_id: The family run.
-        experiment_id: Its experiment.
-        family: Family name (run names ``<family>-trial-<n>``).
-        objective: The study's objective key (``cv_mse`` or ``cv_pearson``).
-    """
-
-    STATUS = {"COMPLETE": "FINISHED", "PRUNED": "KILLED", "FAIL": "FAILED"}
-
-    def __init__(self, parent_run_id: str, experiment_id: str, family: str, objective: str):
-        self.parent_run_id = parent_run_id
-        self.experiment_id = experiment_id
-        self.family = family
-        self.objective = objective
-        self.runs: dict[int, str] = {}
-
-    def describe(self, trial) -> str:
-        """One line: state, value, folds done, duration and parameters."""
-        state = trial.state.name
-        secs = ((trial.datetime_complete - trial.datetime_start).total_seconds()
-                if trial.datetime_complete and trial.datetime_start else float("nan"))
-        params = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                           for k, v in trial.params.items()) or "no parameters"
-        if state == "COMPLETE":
-            head = f"{self.objective} {trial.value:.4f}"
-        elif state == "PRUNED":
-            done = len(trial.intermediate_values)
-            last = (f"; running {self.objective} {list(trial.intermediate_values.values())[-1]:.4f}"
-                    if done else "")
-            head = f"pruned after {done} fold(s) by the median rule{last}"
-        else:
-            head = f"failed: {trial.user_attrs.get('error', 'see the train output')}"
-        return f"Trial {trial.number} of {self.family}: {head} ({secs:.1f} s). {params}."
-
-    def __call__(self, trial) -> str:
-        """Log one finished trial; returns its run id."""
-        from mlflow.entities import Metric, Param
-
-        c = client()
-        start = _ms(trial.datetime_start) or int(time.time() * 1000)
-        end = _ms(trial.datetime_complete) or start
-        state = trial.state.name
-        name = f"{self.family}-trial-{trial.number}"
-        run = c.create_run(self.experiment_id, start_time=start, run_name=name, tags={
-            keys.PARENT_RUN: self.parent_run_id, keys.KIND: keys.KIND_TRIAL,
-            keys.FAMILY: self.family, keys.TRIAL_STATE: state,
-            keys.TRIAL_NUMBER: str(trial.number), keys.NOTE: self.describe(trial)})
-        try:
-            metrics = [Metric(k, float(v), end, 0)
-                       for k, v in (trial.user_attrs.get("metrics") or {}).items()]
-            for key in ("fold_mse", "fold_mae", "fold_pearson"):
-                metrics += [Metric(key, float(v), end, i)
-                            for i, v in enumerate(trial.user_attrs.get(key) or [])]
-            metrics += [Metric(f"running_{self.objective}", float(v), end, int(step))
-                        for step, v in sorted(trial.intermediate_values.items())]
-            if trial.value is not None:
-                metrics.append(Metric("objective", float(trial.value), end, 0))
-            params = [Param(k, str(v)) for k, v in trial.params.items()]
-            params.append(Param(keys.TRIAL_NUMBER, str(trial.number)))
-            c.log_batch(run.info.run_id, metrics=metrics, params=params)
-        except BaseException as exc:  # SIGTERM/Ctrl-C or a failed write: never left RUNNING
-            c.set_terminated(run.info.run_id, status="KILLED" if isinstance(
-                exc, KeyboardInterrupt) else "FAILED", end_time=int(time.time() * 1000))
-            raise
-        c.set_terminated(run.info.run_id, status=self.STATUS.get(state, "FAILED"), end_time=end)
-        self.runs[trial.number] = run.info.run_id
-        return run.info.run_id
-
-    def mark_best(self, number: int) -> None:
-        """Tag the best trial's run (``best_trial=true``) and name it on the parent run."""
-        c = client()
-        if number in self.runs:
-            c.set_tag(self.runs[number], keys.BEST_TRIAL, "true")
-            c.set_tag(self.parent_run_id, "best_trial_run_id", self.runs[number])
-        c.set_tag(self.parent_run_id, keys.BEST_TRIAL, str(number))
-
-
-def log_trials(parent_run_id: str, experiment_id: str, trials, family: str,
-               objective: str = "cv_mse") -> TrialLogger:
-    """Log finished trials as nested runs of the family run (see :class:`TrialLogger`)."""
-    logger = TrialLogger(parent_run_id, experiment_id, family, objective)
-    for trial in trials:
-        logger(trial)
-    return logger
-
-
-def study_storage(study_name: str) -> str | None:
-    """Journal file of an Optuna study kept beside the tracking store (``tuning.storage=auto``).
-
-    ``<store folder>/optuna/<study>.journal`` beside a local sqlite tracking database. With a
-    tracking server nothing is written on this machine: the study stays in memory (give
-    ``tuning.storage`` a shared database to keep it).
-    """
-    from pulse_ml.registry.store import tracking_uri
-
-    uri = tracking_uri()
-    if not uri.startswith("sqlite:///"):
-        return None
-    folder = Path(uri[len("sqlite:///"):]).parent
-    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in study_name)
-    return str(folder / "optuna" / f"{safe}.journal")
-
-
 def run_oof(run_id: str) -> pd.DataFrame | None:
     """The ``oof_predictions.csv`` artifact of a family run, or None when it has none."""
     from mlflow.exceptions import MlflowException
@@ -303,7 +185,7 @@ def training_source(run_id: str) -> str | None:
     except MlflowException:
         return None
     for item in getattr(inputs, "dataset_inputs", None) or []:
-        if {t.key: t.value for t in item.tags}.get("mlflow.data.context") != "training":
+        if {t.key: t.value for t in item.tags}.get(keys.DATASET_CONTEXT) != "training":
             continue
         try:
             uri = json.loads(item.dataset.source).get("uri")

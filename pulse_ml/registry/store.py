@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from pulse_ml.env import dbprobe
+from pulse_ml.env.locations import local_path
 from pulse_ml.env.paths import project_root
 from pulse_ml.errors import PulseError
 from pulse_ml.registry import guard
@@ -39,10 +41,30 @@ def artifact_root() -> str:
     env = os.environ.get("PULSE_ARTIFACT_ROOT")
     if env:
         return env
-    db = guard.sqlite_file(tracking_uri())
+    db = dbprobe.sqlite_file(tracking_uri())
     if db is not None:
         return (db.expanduser().resolve().parent / "artifacts").as_uri()
     return (project_root() / "mlruns" / "artifacts").as_uri()
+
+
+def store_locations() -> list[tuple[str, Path]]:
+    """The local files and folders of the tracking store (its database and its artifacts).
+
+    For :func:`pulse_ml.env.locations.check_outputs`: no output goes over, into or around them.
+    """
+    uri = tracking_uri()
+    found: list[tuple[str, Path]] = []
+    db = dbprobe.sqlite_file(uri)
+    if db is not None:
+        # the default store is the folder mlruns/ (database and artifacts)
+        found.append(("the MLflow store", db.parent if db.parent.name == "mlruns" else db))
+    folder = dbprobe.local_dir(uri)
+    if folder is not None:
+        found.append(("the MLflow store", folder))
+    artifacts = local_path(artifact_root())
+    if artifacts is not None:
+        found.append(("the MLflow artifact store", artifacts))
+    return found
 
 
 _CONNECTED: dict[tuple[str, bool], guard.StoreCheck] = {}
@@ -75,7 +97,7 @@ def connect(write: bool = True) -> guard.StoreCheck:
     explicit = bool(os.environ.get("MLFLOW_TRACKING_URI")) and uri not in _DEFAULTS
     mlflow.set_tracking_uri(uri)
     mlflow.set_registry_uri(uri)
-    if guard.sqlite_file(uri) is not None:
+    if dbprobe.sqlite_file(uri) is not None:
         guard.wait_for_locks()  # before MLflow builds its engine: concurrent writers queue
     key = (uri, write)
     if key in _CONNECTED:

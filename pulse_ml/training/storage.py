@@ -3,28 +3,25 @@
 A journal file (``*.journal``, ``*.log``, ``*.jsonl`` or any path without ``://``) is a
 :class:`optuna.storages.JournalStorage`; a database URL (``sqlite:///…``, ``postgresql://…``,
 ``mysql+pymysql://…``) is an :class:`optuna.storages.RDBStorage` whose connection waits at most
-``PULSE_TRACKING_TIMEOUT`` seconds (default 10): a server host/port is probed first (a dead or
-black-holed server fails fast instead of hanging on the TCP connect), the driver gets a
-``connect_timeout`` (an accepting server that never answers), and SQLite a busy timeout (two
-workers retry "database is locked" instead of failing). Every failure is one
+``PULSE_TRACKING_TIMEOUT`` seconds (default 10), opened by the one database probe
+(:mod:`pulse_ml.env.dbprobe`): a server host/port is probed first (a dead or black-holed server
+fails fast instead of hanging on the TCP connect), the driver gets a ``connect_timeout`` where
+it takes one and a bounding thread (an accepting server that never answers), and SQLite a busy
+timeout (two workers retry "database is locked" instead of failing). Every failure is one
 :class:`~pulse_ml.errors.PulseError` naming the storage (password redacted).
 """
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
-from pulse_ml.env.faults import probe_tcp, seconds_from_env, shorten, within
+from pulse_ml.env import dbprobe
+from pulse_ml.env.dbprobe import TIMEOUT_ENV
+from pulse_ml.env.faults import shorten
 from pulse_ml.errors import PulseError
+from pulse_ml.redact import redact_uri
 
-TIMEOUT_ENV = "PULSE_TRACKING_TIMEOUT"
-DEFAULT_TIMEOUT_S = 10.0
 JOURNAL_SUFFIXES = (".log", ".journal", ".jsonl")
-DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306, "mariadb": 3306, "mssql": 1433,
-                 "oracle": 1521}
-DRIVERS = {"postgresql": "psycopg2-binary", "mysql": "pymysql (mysql+pymysql://…)",
-           "mariadb": "pymysql (mariadb+pymysql://…)"}
 
 
 def is_journal(url: str) -> bool:
@@ -106,38 +103,22 @@ def open_storage(url: str | None, timeout: float | None = None):
     if is_journal(url):
         return _journal(url)
     import optuna
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
 
-    from pulse_ml.registry.guard import redact
-
-    shown = redact(url)
-    timeout = timeout or seconds_from_env(TIMEOUT_ENV, DEFAULT_TIMEOUT_S)
+    shown = redact_uri(url)
+    timeout = timeout or dbprobe.timeout_s()
     try:
-        parsed = make_url(url)
-    except (ArgumentError, ValueError):  # ValueError: a bad port or IPv6 bracket
+        found = dbprobe.target(url)
+    except dbprobe.DbProblem:
         raise PulseError(f"tuning.storage={shown}: not a database URL (e.g. "
                          "sqlite:///mlruns/optuna.db, postgresql://user@host/db) nor a journal "
                          "file (*.journal).") from None
-    backend = parsed.get_backend_name()
-    if backend == "sqlite":
-        database = parsed.database or ""
-        if database and database != ":memory:":
-            folder = Path(database).expanduser().resolve().parent
-            if not folder.is_dir():
-                raise PulseError(f"tuning.storage={shown}: the folder {folder} does not exist "
-                                 "(a typo?). Create it first, or fix the URL.")
-        connect_args: dict[str, object] = {"timeout": timeout}
-    else:
-        host, port = parsed.host or "localhost", parsed.port or DEFAULT_PORTS.get(backend)
-        if port is not None:
-            reason = probe_tcp(host, int(port), timeout)
-            if reason is not None:
-                raise PulseError(f"tuning.storage={shown}: the database server {host}:{port} "
-                                 f"does not answer ({reason}). Start it or fix the URL; "
-                                 f"{TIMEOUT_ENV} sets how long to wait (now {timeout:g} s).")
-        connect_args = {"connect_timeout": max(1, math.ceil(timeout))}
-    def create():
+    if found.backend == "sqlite" and found.database and found.database != ":memory:":
+        folder = Path(found.database).expanduser().resolve().parent
+        if not folder.is_dir():
+            raise PulseError(f"tuning.storage={shown}: the folder {folder} does not exist "
+                             "(a typo?). Create it first, or fix the URL.")
+
+    def create(connect_args):
         # Two processes creating a fresh study database race on its schema (PostgreSQL:
         # UniqueViolation on pg_type); the loser retries once the winner has made it.
         import time
@@ -155,17 +136,23 @@ def open_storage(url: str | None, timeout: float | None = None):
         return None
 
     try:
-        storage = within(timeout, create, "open-optuna-storage")
-    except TimeoutError:
-        raise PulseError(f"tuning.storage={shown}: the database accepts connections but does "
-                         f"not answer within {timeout:g} s. Check the server (and that the URL "
-                         f"names a database server, not another service); {TIMEOUT_ENV} sets "
-                         "how long to wait.") from None
-    except ImportError as exc:
-        driver = DRIVERS.get(backend, "the database driver")
-        raise PulseError(f"tuning.storage={shown}: the {backend} driver is not installed "
-                         f"({shorten(exc)}); pip install {driver}.") from None
-    except Exception as exc:  # noqa: BLE001 - any driver/SQLAlchemy failure is the user's setup
+        storage = dbprobe.open_bounded(found, timeout, create, "open-optuna-storage")
+    except dbprobe.DbProblem as problem:
+        if problem.kind == "unreachable":
+            raise PulseError(f"tuning.storage={shown}: the database server {found.host}:"
+                             f"{found.port} does not answer ({problem.reason}). Start it or "
+                             f"fix the URL; {TIMEOUT_ENV} sets how long to wait (now "
+                             f"{timeout:g} s).") from None
+        if problem.kind == "silent":
+            raise PulseError(f"tuning.storage={shown}: the database accepts connections but "
+                             f"does not answer within {timeout:g} s. Check the server (and "
+                             "that the URL names a database server, not another service); "
+                             f"{TIMEOUT_ENV} sets how long to wait.") from None
+        if problem.kind == "driver":
+            raise PulseError(f"tuning.storage={shown}: the {found.backend} driver is not "
+                             f"installed ({shorten(problem.reason)}); pip install "
+                             f"{problem.driver}.") from None
+        exc = problem.reason
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise PulseError(f"tuning.storage={shown}: cannot open the study database "
                          f"({type(exc).__name__}: {shorten(text, 200)}). Check the server, the "

@@ -19,12 +19,14 @@ def _sha(path):
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_sqlite_file_of_uris():
-    assert str(guard.sqlite_file("sqlite:////abs/mlflow.db")) == "/abs/mlflow.db"
-    assert str(guard.sqlite_file("sqlite:///rel/m.db?timeout=5")) == "rel/m.db"
-    assert guard.sqlite_file("sqlite:///:memory:") is None
-    assert guard.sqlite_file("http://host:5000") is None
+def test_redact_uri():
     assert guard.redact("http://u:pw@host:5000/x") == "http://u:***@host:5000/x"
+
+
+def test_only_mlflow_database_backends_are_probed_as_tracking_stores():
+    """oracle:// is in the probe's table (Optuna storages) but no MLflow tracking store."""
+    assert guard.check_store("oracle://u@127.0.0.1:1/x", explicit=True, write=True).kind \
+        == "other"
 
 
 def test_inspect_sqlite_tells_fresh_mlflow_foreign_and_damaged(tmp_path, mlflow_template):
@@ -83,17 +85,6 @@ def test_probe_http_is_bounded_by_its_timeout():
         with pytest.raises(PulseError, match=r"does not answer \(no answer within 0.5 s\)"):
             guard.probe_http(uri, 0.5)
         assert time.perf_counter() - start < 3
-
-
-def test_seconds_from_env(monkeypatch):
-    monkeypatch.delenv("PULSE_TRACKING_TIMEOUT", raising=False)
-    assert guard.timeout_s() == 10.0
-    monkeypatch.setenv("PULSE_TRACKING_TIMEOUT", "2.5")
-    assert guard.timeout_s() == 2.5
-    for bad in ("0", "-1", "inf", "soon"):
-        monkeypatch.setenv("PULSE_TRACKING_TIMEOUT", bad)
-        with pytest.raises(PulseError, match="not a number of seconds"):
-            guard.timeout_s()
 
 
 def test_retry_locked_retries_only_locks():

@@ -9,7 +9,7 @@ import optuna
 import pandas as pd
 import pytest
 
-from pulse_ml.registry import keys, links, runs
+from pulse_ml.registry import keys, links, runs, trials
 
 
 def _study():
@@ -41,7 +41,7 @@ def test_trials_are_runs_with_real_times_states_and_fold_steps(pulse_home):
     exp = runs.open_experiment(keys.TRAIN_EXPERIMENT)
     client = mlflow.MlflowClient()
     parent = client.create_run(exp, run_name="parent").info.run_id
-    logger = runs.TrialLogger(parent, exp, "toy", "cv_mse")
+    logger = trials.TrialLogger(parent, exp, "toy", "cv_mse")
     study = _study()
     for trial in study.trials:
         logger(trial)
@@ -89,7 +89,7 @@ def test_experiment_description_layout_and_dataset_input(pulse_home):
 
 
 def test_study_journal_lives_beside_the_store(pulse_home):
-    path = runs.study_storage("lightgbm-all-abc/def")
+    path = trials.study_storage("lightgbm-all-abc/def")
     assert path == str(pulse_home / "mlruns" / "optuna" / "lightgbm-all-abc_def.journal")
 
 
@@ -124,7 +124,7 @@ def test_a_trial_run_interrupted_while_logging_ends_killed_not_running(pulse_hom
     exp = runs.open_experiment(keys.TRAIN_EXPERIMENT)
     client = mlflow.MlflowClient()
     parent = client.create_run(exp, run_name="parent").info.run_id
-    logger = runs.TrialLogger(parent, exp, "toy", "cv_mse")
+    logger = trials.TrialLogger(parent, exp, "toy", "cv_mse")
     trial = _one_trial()
     trial.set_user_attr("metrics", {"cv_mse": _SigtermOnRead(0.5)})
     old = signal.getsignal(signal.SIGTERM)
@@ -145,7 +145,7 @@ def test_a_trial_run_whose_metrics_cannot_be_logged_ends_failed(pulse_home):
     exp = runs.open_experiment(keys.TRAIN_EXPERIMENT)
     client = mlflow.MlflowClient()
     parent = client.create_run(exp, run_name="parent").info.run_id
-    logger = runs.TrialLogger(parent, exp, "toy", "cv_mse")
+    logger = trials.TrialLogger(parent, exp, "toy", "cv_mse")
     trial = _one_trial()
     trial.set_user_attr("metrics", {"cv mse #1?": 0.5})
     with pytest.raises(MlflowException):
