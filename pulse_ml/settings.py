@@ -50,7 +50,7 @@ def simulator_settings(cfg: Node) -> SimulateSettings:
     Shared by ``simulate`` and by ``train``/``pipeline`` (which create the demo data on first
     use); every key is read once, with a message naming it when it is wrong.
     """
-    from pulse_ml.config import load_yaml
+    from pulse_ml.config_check import load_yaml
     from pulse_ml.env.paths import catalog_dir
     from pulse_ml.simulate.generator import CaseStudySpec, SimulateSettings
 

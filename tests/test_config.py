@@ -59,7 +59,7 @@ def test_expand_sweeps_matches_hydras_basic_sweeper():
 
 
 def test_quick_check_catches_typos_without_hydra_and_lets_valid_overrides_pass():
-    from pulse_ml.config import quick_check
+    from pulse_ml.config_check import quick_check
 
     quick_check("train", ["model=lightgbm", "features=user", "tuning.n_trials=3", "cv.seed=1",
                           "model.estimator.max_depth=3", "+extra=1", "features=my/set.yaml"])
@@ -78,7 +78,7 @@ def test_quick_check_catches_typos_without_hydra_and_lets_valid_overrides_pass()
     ("plan", "design_effect=lots", "design_effect='lots' is not a number"),
 ])
 def test_quick_check_refuses_values_of_the_wrong_type(verb, override, message):
-    from pulse_ml.config import quick_check
+    from pulse_ml.config_check import quick_check
 
     with pytest.raises(PulseError) as err:
         quick_check(verb, [override])
@@ -86,7 +86,7 @@ def test_quick_check_refuses_values_of_the_wrong_type(verb, override, message):
 
 
 def test_quick_check_leaves_nulls_words_and_estimator_options_to_the_job():
-    from pulse_ml.config import quick_check
+    from pulse_ml.config_check import quick_check
 
     for verb, override in (("plan", "design_effect=estimate"), ("judge", "judge.temperature=null"),
                            ("train", "model.estimator.max_features=sqrt"),
