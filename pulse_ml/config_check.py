@@ -11,6 +11,7 @@ primary ``conf/<verb>.yaml``, its group defaults and the shared configs of its d
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,62 @@ def defaults_of(verb: str) -> dict[str, str]:
     return out
 
 
+def _package_header(path: Path) -> str | None:
+    """The ``# @package <name>`` line among a config file's leading comments (None if none)."""
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            return None
+        match = re.match(r"#\s*@package\s+(\S+)", line)
+        if match:
+            return match.group(1)
+    return None
+
+
+def _merge(into: dict[str, Any], data: Mapping[str, Any]) -> None:
+    """Deep-merge ``data`` into ``into`` (later values win, as in Hydra's composition)."""
+    for key, value in data.items():
+        if isinstance(value, Mapping) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = dict(value) if isinstance(value, Mapping) else value
+
+
+def _shared_tree(entry: str, group: str = "") -> tuple[str, dict[str, Any]]:
+    """A config named in a defaults list (``data/demo``, ``analysis/alpha@infer``, ``/train``).
+
+    Its own defaults that name configs (not ``group: option``) are merged below its values;
+    the package comes from ``@...`` in the entry, else the file's ``# @package`` header, else
+    its folder (``data/demo`` -> ``data``), as Hydra places it.
+
+    Returns:
+        ``(package, values)``; package "" is the top level. A missing file gives no values.
+    """
+    name, _, package = entry.partition("@")
+    rel = name.lstrip("/") if name.startswith("/") or not group else f"{group}/{name}"
+    path = conf_dir() / f"{rel}.yaml"
+    if not path.is_file():
+        return "", {}
+    data = load_yaml(path)
+    folder = rel.rpartition("/")[0]
+    tree: dict[str, Any] = {}
+    for item in data.get("defaults") or []:
+        if isinstance(item, str) and item != "_self_":
+            inner, values = _shared_tree(item, folder)
+            _merge(tree, _nest(inner, values))
+    _merge(tree, {k: v for k, v in data.items() if k != "defaults"})
+    header = _package_header(path)
+    if not package:
+        package = "" if header == "_global_" or not folder else (header or folder)
+    return package.replace("/", ".").removeprefix("_global_").strip("."), tree
+
+
+def _nest(package: str, values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` placed at a dotted package (``infer`` -> ``{"infer": values}``)."""
+    for part in reversed([p for p in package.split(".") if p]):
+        values = {part: values}
+    return values
+
+
 def quick_check(verb: str, overrides: list[str]) -> None:
     """Catch a misspelled key or group option with plain YAML, before Hydra is imported.
 
@@ -68,9 +125,8 @@ def quick_check(verb: str, overrides: list[str]) -> None:
     Raises:
         PulseError: naming the override and the closest valid key or option.
     """
-    primary = load_yaml(conf_dir() / f"{verb}.yaml")
     groups = defaults_of(verb)
-    tree: dict[str, Any] = {k: v for k, v in primary.items() if k != "defaults"}
+    tree = _shared_tree(f"/{verb}")[1]  # the primary config over its shared configs
     for group, option in groups.items():
         path = conf_dir() / group / f"{option}.yaml"
         if path.is_file():
