@@ -93,3 +93,31 @@ def test_quick_check_leaves_nulls_words_and_estimator_options_to_the_job():
                            ("train", "tuning.n_trials=2.0"), ("infer", "alpha=1e-2"),
                            ("simulate", "events=no"), ("train", "seed=${oc.env:SEED,0}")):
         quick_check(verb, [override])  # no error
+
+
+def test_shared_values_are_written_once_and_overrides_still_reach_them(pulse_home):
+    """data.path, alpha/clusters/case_study_dirs and train's settings live in shared configs."""
+    from pulse_ml.config_check import quick_check
+    from pulse_ml.env.paths import conf_dir
+
+    demo = "${pulse_home:}/data/demo/sessions.parquet"
+    files = [p for p in conf_dir().rglob("*.yaml") if demo in p.read_text(encoding="utf-8")]
+    assert [p.relative_to(conf_dir()).as_posix() for p in files] == ["data/demo.yaml"]
+    for verb in ("agreement", "audit", "benchmarks", "infer", "monitor", "pipeline", "score",
+                 "train", "validate"):
+        assert compose(verb, []).data.path.endswith("data/demo/sessions.parquet"), verb
+        assert compose(verb, ["data.path=/tmp/t.parquet"]).data.path == "/tmp/t.parquet", verb
+    cfg = compose("infer", ["alpha=0.1", "clusters=none", "case_study_dirs=[/tmp/cs]"])
+    assert (cfg.alpha, cfg.clusters, cfg.case_study_dirs) == (0.1, "none", ["/tmp/cs"])
+    pipe = compose("pipeline", ["infer.alpha=0.2", "promotion.n_boot=10"])
+    assert pipe.infer.to_dict() == {"alpha": 0.2, "clusters": "user_id", "predictions": "crossfit",
+                                    "output": str(pulse_home / "results" / "infer")}
+    train = compose("train", [])
+    shared = ("objective", "seed", "register", "promote", "promotion", "ci_reduction", "progress")
+    assert all(pipe[k] == train[k] for k in shared if k != "promotion")
+    assert pipe.promotion.n_boot == 10 and train.promotion.n_boot == 2000
+    assert "alpha" not in compose("validate", []) and "clusters" not in compose("plan", [])
+    with pytest.raises(PulseError, match="Did you mean clusters"):
+        quick_check("monitor", ["clusterz=none"])  # keys of shared configs are known pre-Hydra
+    with pytest.raises(PulseError, match=r"infer.alpha='x' is not a number \(default 0.05\)"):
+        quick_check("pipeline", ["infer.alpha=x"])
