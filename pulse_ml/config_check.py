@@ -129,8 +129,10 @@ def quick_check(verb: str, overrides: list[str]) -> None:
     tree = _shared_tree(f"/{verb}")[1]  # the primary config over its shared configs
     for group, option in groups.items():
         path = conf_dir() / group / f"{option}.yaml"
-        if path.is_file():
-            tree.setdefault(group, load_yaml(path))
+        if path.is_file():  # the group's keys, under the primary's values (pipeline's tuning)
+            own = tree.get(group)
+            tree[group] = load_yaml(path)
+            _merge(tree[group], own if isinstance(own, Mapping) else {})
     keys = flat_keys(tree)
     for item in overrides:
         key, sep, value = item.partition("=")

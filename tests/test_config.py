@@ -121,3 +121,12 @@ def test_shared_values_are_written_once_and_overrides_still_reach_them(pulse_hom
         quick_check("monitor", ["clusterz=none"])  # keys of shared configs are known pre-Hydra
     with pytest.raises(PulseError, match=r"infer.alpha='x' is not a number \(default 0.05\)"):
         quick_check("pipeline", ["infer.alpha=x"])
+
+
+def test_quick_check_knows_a_groups_keys_when_the_primary_sets_one_of_them():
+    """pipeline.yaml sets tuning.n_trials; tuning.timeout_s (conf/tuning/default.yaml) is valid."""
+    from pulse_ml.config_check import quick_check
+
+    quick_check("pipeline", ["tuning.timeout_s=5", "tuning.n_trials=3"])
+    with pytest.raises(PulseError, match="tuning.n_trials='x' is not a whole number"):
+        quick_check("pipeline", ["tuning.n_trials=x"])
