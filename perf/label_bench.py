@@ -11,13 +11,15 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 
 def _serve(latency: float, queue) -> None:
-    from pulse_ml.llm.testing import StubLLMServer
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
+    from llm_stub import StubLLMServer
 
     server = StubLLMServer(latency=latency).start()
     queue.put(server.url)

@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
 
     signals.install()  # SIGTERM (a scheduler, `kill`) is handled like Ctrl-C
     try:
-        from pulse_ml.config import quick_check
+        from pulse_ml.config_check import quick_check
 
         quick_check(verb, [o for o in overrides if "," not in o or not multirun])
         from pulse_ml.config import compose, expand_sweeps, to_yaml
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
             quick_check(verb, job)
         if show_help or show_cfg:
             if show_help:
-                from pulse_ml.config import defaults_of, group_options
+                from pulse_ml.config_check import defaults_of, group_options
 
                 print(f"pulse-ml {verb}: {VERBS[verb][1]}\n")
                 print(_module_doc(VERBS[verb][0]) + "\n")

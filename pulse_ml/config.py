@@ -4,7 +4,8 @@ This is the only module that imports Hydra or OmegaConf. :func:`compose` returns
 :class:`Node` of plain Python values (interpolations resolved), so jobs and everything below
 them never see a ``DictConfig``. Each job turns its node into a frozen settings dataclass with
 :func:`number`, :func:`choice`, :func:`flag`, :func:`text` and :func:`require`, which name the key
-and the allowed values when a setting is wrong.
+and the allowed values when a setting is wrong. The check of overrides before Hydra is imported
+(plain YAML, no Hydra) is in :mod:`pulse_ml.config_check`.
 """
 
 from __future__ import annotations
@@ -15,18 +16,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from pulse_ml.config_check import FILE_GROUPS, flat_keys
 from pulse_ml.env.faults import shorten
 from pulse_ml.env.paths import conf_dir, project_root
 from pulse_ml.errors import PulseError
-from pulse_ml.yaml_limits import check_aliases, load_yaml_text
+from pulse_ml.yaml_limits import check_aliases
 
-# Config groups whose value may also be a path to a YAML file outside the package.
-_FILE_GROUPS = ("features", "model", "judge", "labeler")
-# Groups whose values are passed through free-form (estimator and feature options): not
-# type-checked by quick_check.
-_FREE_GROUPS = ("features", "model")
-# Numeric settings that also take a word (checked by the job).
-_WORDS = {("plan", "design_effect"): ("estimate",)}
 MISSING = "???"
 
 
@@ -104,7 +99,7 @@ def _split_file_overrides(overrides: list[str]) -> tuple[list[str], dict[str, Pa
     files: dict[str, Path] = {}
     for item in overrides:
         key, sep, value = item.partition("=")
-        if sep and key in _FILE_GROUPS and value.endswith((".yaml", ".yml")):
+        if sep and key in FILE_GROUPS and value.endswith((".yaml", ".yml")):
             path = Path(value).expanduser()
             if not path.is_file():
                 raise PulseError(f"{key}={value}: no such file. Pass an option of conf/{key}/ "
@@ -168,15 +163,6 @@ def compose(verb: str, overrides: list[str] | None = None,
     return Node(data)
 
 
-def _flat_keys(data: Mapping[str, Any], prefix: str = "") -> list[str]:
-    out = []
-    for key, value in data.items():
-        out.append(f"{prefix}{key}")
-        if isinstance(value, Mapping):
-            out += _flat_keys(value, f"{prefix}{key}.")
-    return out
-
-
 def _did_you_mean(verb: str, message: str, overrides: list[str]) -> str:
     """A "did you mean" line for a misspelled key or group option ("" when none is close)."""
     import re
@@ -193,118 +179,11 @@ def _did_you_mean(verb: str, message: str, overrides: list[str]) -> str:
     wrong = key.group(1) or key.group(2)
     try:
         rest = [o for o in overrides if not o.lstrip("+~").startswith(f"{wrong}=")]
-        known = _flat_keys(compose(verb, rest).to_dict())
+        known = flat_keys(compose(verb, rest).to_dict())
     except PulseError:
         return ""
     close = difflib.get_close_matches(wrong, known, n=1, cutoff=0.6)
     return f"  Did you mean {close[0]}?\n" if close else ""
-
-
-def group_options(group: str) -> list[str]:
-    """The options of a config group (``conf/<group>/*.yaml``)."""
-    return sorted(p.stem for p in (conf_dir() / group).glob("*.yaml"))
-
-
-def defaults_of(verb: str) -> dict[str, str]:
-    """Group -> default option of ``conf/<verb>.yaml``'s defaults list (read with plain YAML)."""
-    out = {}
-    for item in load_yaml(conf_dir() / f"{verb}.yaml").get("defaults") or []:
-        if isinstance(item, dict):
-            out.update({str(k): str(v) for k, v in item.items()})
-    return out
-
-
-def quick_check(verb: str, overrides: list[str]) -> None:
-    """Catch a misspelled key or group option with plain YAML, before Hydra is imported.
-
-    Only certain mistakes are reported here (a top-level or nested key that exists nowhere in
-    the verb's config, or a group option with no file); anything else is left to Hydra.
-
-    Raises:
-        PulseError: naming the override and the closest valid key or option.
-    """
-    primary = load_yaml(conf_dir() / f"{verb}.yaml")
-    groups = defaults_of(verb)
-    tree: dict[str, Any] = {k: v for k, v in primary.items() if k != "defaults"}
-    for group, option in groups.items():
-        path = conf_dir() / group / f"{option}.yaml"
-        if path.is_file():
-            tree.setdefault(group, load_yaml(path))
-    keys = _flat_keys(tree)
-    for item in overrides:
-        key, sep, value = item.partition("=")
-        if not sep or key.startswith(("+", "~")):
-            continue
-        if key.split(".")[0] in _FILE_GROUPS and "." in key:  # the group may be a YAML file
-            problem = (key in keys and key.split(".")[0] not in _FREE_GROUPS
-                       and _type_problem(verb, key, value, _select(tree, key)))
-            if problem:
-                raise PulseError(problem)
-            continue
-        if key in groups:
-            if value.endswith((".yaml", ".yml")) or value in group_options(key):
-                continue
-            close = difflib.get_close_matches(value, group_options(key), n=1, cutoff=0.5)
-            hint = f" Did you mean {key}={close[0]}?" if close else ""
-            raise PulseError(f"pulse-ml {verb}: cannot compose the config: {key}={value}: no such "
-                             f"option.{hint} Available options in '{key}': "
-                             f"{', '.join(group_options(key))} (or a YAML file path).")
-        if key in keys or any(k.startswith(f"{key}.") for k in keys):
-            if key.split(".")[0] not in _FREE_GROUPS:
-                problem = _type_problem(verb, key, value, _select(tree, key))
-                if problem:
-                    raise PulseError(problem)
-            continue
-        parent = key.rsplit(".", 1)[0] if "." in key else ""
-        if parent and parent in keys and not isinstance(_select(tree, parent), Mapping):
-            continue  # e.g. a list or a value replaced by a mapping: Hydra decides
-        close = difflib.get_close_matches(key, keys, n=1, cutoff=0.6)
-        hint = f" Did you mean {close[0]}?" if close else ""
-        raise PulseError(f"pulse-ml {verb}: cannot compose the config: unknown key '{key}'.{hint} "
-                         f"`pulse-ml {verb} --help` lists the keys (prefix + to add a new one).")
-
-
-def _type_problem(verb: str, key: str, value: str, default: Any) -> str | None:
-    """Why ``key=value`` cannot be the type of its YAML default (a flag or a number), or None.
-
-    Only the type is checked here (in milliseconds, before Hydra is imported); the job's
-    settings check the range. null and interpolations are left to the job.
-    """
-    text_value = value.strip().strip("'\"")
-    if text_value.lower() in ("null", "none", "~", "") or "${" in text_value \
-            or text_value in _WORDS.get((verb, key), ()):
-        return None
-    if isinstance(default, bool):
-        if text_value.lower() in ("true", "false", "1", "0", "yes", "no", "on", "off"):
-            return None
-        return f"pulse-ml {verb}: {key}={shorten(repr(text_value))} is not true or false."
-    if isinstance(default, int | float):
-        try:
-            number = float(text_value)
-        except ValueError:
-            number = None
-        if number is not None and number == number:
-            return None
-        kind = "a whole number" if isinstance(default, int) and _whole_only(key) else "a number"
-        return (f"pulse-ml {verb}: {key}={shorten(repr(text_value))} is not {kind} (default "
-                f"{default}); `pulse-ml {verb} --help` shows every key with its default.")
-    return None
-
-
-def _whole_only(key: str) -> bool:
-    """Keys that count something (their settings refuse fractions)."""
-    leaf = key.rsplit(".", 1)[-1]
-    return leaf in ("seed", "n_trials", "n_splits", "workers", "replications", "permutations",
-                    "n_boot", "concurrency", "retries", "max_sessions", "max_tokens",
-                    "max_input_tokens", "n_labeled", "days", "events_limit", "mc_sessions",
-                    "labeled_per_arm", "min_labeled_per_arm") or leaf.startswith("n_")
-
-
-def _select(tree: Mapping[str, Any], dotted: str) -> Any:
-    node: Any = tree
-    for part in dotted.split("."):
-        node = node.get(part) if isinstance(node, Mapping) else None
-    return node
 
 
 def to_yaml(cfg: Node | Mapping[str, Any]) -> str:
@@ -313,12 +192,6 @@ def to_yaml(cfg: Node | Mapping[str, Any]) -> str:
 
     plain = cfg.to_dict() if isinstance(cfg, Node) else _plain(cfg)
     return yaml.safe_dump(plain, sort_keys=False, default_flow_style=False)
-
-
-def load_yaml(path: str | Path) -> dict[str, Any]:
-    """Read a plain YAML file (catalogue entries, case studies) into a dict."""
-    data = load_yaml_text(path, Path(path).read_text(encoding="utf-8"))  # aliases bounded
-    return data if isinstance(data, dict) else {}
 
 
 def expand_sweeps(overrides: list[str]) -> list[list[str]]:

@@ -1,4 +1,4 @@
-"""Typed objects several verbs read from their config: feature set, case studies, simulator.
+"""Typed objects several verbs read from their config: feature set, case studies, simulator, LLM.
 
 Each verb's own settings dataclass is built in its job module; this module holds the pieces they
 share, so the feature-set and case-study keys are read the same way everywhere.
@@ -6,9 +6,13 @@ share, so the feature-set and case-study keys are read the same way everywhere.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import fields
 from typing import TYPE_CHECKING
 
-from pulse_ml.config import Node, names
+from pulse_ml.config import Node, names, number, text
+from pulse_ml.errors import PulseError
+from pulse_ml.llm.config import LLMConfig
 from pulse_ml.sessions.case_studies import CaseStudy, load_configured
 from pulse_ml.sessions.feature_sets import FeatureSet, feature_set_from_mapping
 
@@ -46,9 +50,8 @@ def simulator_settings(cfg: Node) -> SimulateSettings:
     Shared by ``simulate`` and by ``train``/``pipeline`` (which create the demo data on first
     use); every key is read once, with a message naming it when it is wrong.
     """
-    from pulse_ml.config import load_yaml, number
+    from pulse_ml.config_check import load_yaml
     from pulse_ml.env.paths import catalog_dir
-    from pulse_ml.errors import PulseError
     from pulse_ml.simulate.generator import CaseStudySpec, SimulateSettings
 
     specs = []
@@ -105,11 +108,63 @@ def default_simulator_settings(out) -> SimulateSettings:
 def _start_date(cfg: Node) -> str:
     import pandas as pd
 
-    from pulse_ml.errors import PulseError
-
     raw = cfg.get("start_date", "2025-06-02")
     try:
         return pd.Timestamp(str(raw)).strftime("%Y-%m-%d")
     except (TypeError, ValueError):
         raise PulseError(f"pulse-ml simulate: start_date={raw!r} is not a date; use YYYY-MM-DD, "
                          "e.g. start_date=2025-06-02.") from None
+
+
+def llm_config_from_mapping(node: Mapping, default_name: str = "llm",
+                            verb: str = "judge") -> LLMConfig:
+    """Build an :class:`LLMConfig` from a plain mapping, every field type-checked.
+
+    Args:
+        node: The config node's plain values (``judge``, ``labeler``, one discovery model).
+        default_name: The node's config key (named in messages, default ``name``).
+        verb: The verb named in messages.
+
+    Raises:
+        PulseError: on an unknown key, a missing ``model`` or a value of the wrong type or
+            range; the message names the key (e.g. ``judge.concurrency``) and what is allowed.
+    """
+    known = {f.name for f in fields(LLMConfig)}
+    data = {str(k): v for k, v in dict(node).items()}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise PulseError(f"LLM config '{data.get('name', default_name)}': unknown key(s) "
+                         f"{', '.join(unknown)}. Known: {', '.join(sorted(known))}.")
+    if not data.get("model"):
+        raise PulseError(f"LLM config '{data.get('name', default_name)}': `model` is required, "
+                         f"e.g. model: openai/gpt-5-mini.")
+    cfg, p = Node({default_name: data}), f"{default_name}."
+    defaults = {f.name: f.default for f in fields(LLMConfig)}
+
+    def num(key: str, low: float | None = None, high: float | None = None, *,
+            integer: bool = False, open_interval: bool = False, optional: bool = False):
+        if key not in data:
+            return defaults[key]
+        return number(cfg, p + key, verb, low, high, integer=integer,
+                      open_interval=open_interval, optional=optional)
+
+    def positive(key: str, integer: bool = False, optional: bool = False):
+        if integer:  # [1, inf]
+            return num(key, 1, None, integer=True, optional=optional)
+        return num(key, 0, None, open_interval=True, optional=optional)  # (0, inf)
+
+    return LLMConfig(
+        name=str(data.get("name") or default_name), model=str(data["model"]),
+        api_base=text(cfg, p + "api_base"), api_key_env=text(cfg, p + "api_key_env"),
+        concurrency=positive("concurrency", integer=True),
+        timeout=positive("timeout"),
+        retries=num("retries", 0, None, integer=True),
+        temperature=num("temperature", 0, 2, optional=True),
+        max_tokens=positive("max_tokens", integer=True, optional=True),
+        price_in_per_1k=num("price_in_per_1k", 0, None),
+        price_out_per_1k=num("price_out_per_1k", 0, None),
+        backoff_base=num("backoff_base", 0, None),
+        backoff_max=num("backoff_max", 0, None),
+        max_sessions=positive("max_sessions", integer=True, optional=True),
+        max_input_tokens=positive("max_input_tokens", integer=True),
+        seed=num("seed", integer=True))

@@ -18,6 +18,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
+# Helpers shared by test folders (the stub LLM server, `llm_stub`): importable by name.
+sys.path.insert(0, str(REPO / "tests" / "support"))
 
 
 SLOW_FOLDERS = ("jobs",)  # CLI and end-to-end tests: subprocesses, real stores, minutes in all

@@ -59,7 +59,7 @@ def test_expand_sweeps_matches_hydras_basic_sweeper():
 
 
 def test_quick_check_catches_typos_without_hydra_and_lets_valid_overrides_pass():
-    from pulse_ml.config import quick_check
+    from pulse_ml.config_check import quick_check
 
     quick_check("train", ["model=lightgbm", "features=user", "tuning.n_trials=3", "cv.seed=1",
                           "model.estimator.max_depth=3", "+extra=1", "features=my/set.yaml"])
@@ -78,7 +78,7 @@ def test_quick_check_catches_typos_without_hydra_and_lets_valid_overrides_pass()
     ("plan", "design_effect=lots", "design_effect='lots' is not a number"),
 ])
 def test_quick_check_refuses_values_of_the_wrong_type(verb, override, message):
-    from pulse_ml.config import quick_check
+    from pulse_ml.config_check import quick_check
 
     with pytest.raises(PulseError) as err:
         quick_check(verb, [override])
@@ -86,10 +86,47 @@ def test_quick_check_refuses_values_of_the_wrong_type(verb, override, message):
 
 
 def test_quick_check_leaves_nulls_words_and_estimator_options_to_the_job():
-    from pulse_ml.config import quick_check
+    from pulse_ml.config_check import quick_check
 
     for verb, override in (("plan", "design_effect=estimate"), ("judge", "judge.temperature=null"),
                            ("train", "model.estimator.max_features=sqrt"),
                            ("train", "tuning.n_trials=2.0"), ("infer", "alpha=1e-2"),
                            ("simulate", "events=no"), ("train", "seed=${oc.env:SEED,0}")):
         quick_check(verb, [override])  # no error
+
+
+def test_shared_values_are_written_once_and_overrides_still_reach_them(pulse_home):
+    """data.path, alpha/clusters/case_study_dirs and train's settings live in shared configs."""
+    from pulse_ml.config_check import quick_check
+    from pulse_ml.env.paths import conf_dir
+
+    demo = "${pulse_home:}/data/demo/sessions.parquet"
+    files = [p for p in conf_dir().rglob("*.yaml") if demo in p.read_text(encoding="utf-8")]
+    assert [p.relative_to(conf_dir()).as_posix() for p in files] == ["data/demo.yaml"]
+    for verb in ("agreement", "audit", "benchmarks", "infer", "monitor", "pipeline", "score",
+                 "train", "validate"):
+        assert compose(verb, []).data.path.endswith("data/demo/sessions.parquet"), verb
+        assert compose(verb, ["data.path=/tmp/t.parquet"]).data.path == "/tmp/t.parquet", verb
+    cfg = compose("infer", ["alpha=0.1", "clusters=none", "case_study_dirs=[/tmp/cs]"])
+    assert (cfg.alpha, cfg.clusters, cfg.case_study_dirs) == (0.1, "none", ["/tmp/cs"])
+    pipe = compose("pipeline", ["infer.alpha=0.2", "promotion.n_boot=10"])
+    assert pipe.infer.to_dict() == {"alpha": 0.2, "clusters": "user_id", "predictions": "crossfit",
+                                    "output": str(pulse_home / "results" / "infer")}
+    train = compose("train", [])
+    shared = ("objective", "seed", "register", "promote", "promotion", "ci_reduction", "progress")
+    assert all(pipe[k] == train[k] for k in shared if k != "promotion")
+    assert pipe.promotion.n_boot == 10 and train.promotion.n_boot == 2000
+    assert "alpha" not in compose("validate", []) and "clusters" not in compose("plan", [])
+    with pytest.raises(PulseError, match="Did you mean clusters"):
+        quick_check("monitor", ["clusterz=none"])  # keys of shared configs are known pre-Hydra
+    with pytest.raises(PulseError, match=r"infer.alpha='x' is not a number \(default 0.05\)"):
+        quick_check("pipeline", ["infer.alpha=x"])
+
+
+def test_quick_check_knows_a_groups_keys_when_the_primary_sets_one_of_them():
+    """pipeline.yaml sets tuning.n_trials; tuning.timeout_s (conf/tuning/default.yaml) is valid."""
+    from pulse_ml.config_check import quick_check
+
+    quick_check("pipeline", ["tuning.timeout_s=5", "tuning.n_trials=3"])
+    with pytest.raises(PulseError, match="tuning.n_trials='x' is not a whole number"):
+        quick_check("pipeline", ["tuning.n_trials=x"])

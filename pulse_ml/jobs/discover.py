@@ -20,7 +20,8 @@ from pathlib import Path
 import pandas as pd
 
 from pulse_ml.errors import PulseError
-from pulse_ml.llm.config import LLMConfig, llm_config_from_mapping
+from pulse_ml.llm.config import LLMConfig
+from pulse_ml.settings import llm_config_from_mapping
 
 
 @dataclass(frozen=True)

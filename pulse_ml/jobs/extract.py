@@ -37,7 +37,8 @@ from pulse_ml.extract.table import (
     ratings_outside_sessions,
     read_ratings,
 )
-from pulse_ml.llm.config import LLMConfig, llm_config_from_mapping
+from pulse_ml.llm.config import LLMConfig
+from pulse_ml.settings import llm_config_from_mapping
 
 # out= suffix -> format (every one `pulse-ml validate` reads back).
 

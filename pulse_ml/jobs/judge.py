@@ -33,8 +33,9 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from pulse_ml.errors import PulseError
-from pulse_ml.llm.config import LLMConfig, llm_config_from_mapping
+from pulse_ml.llm.config import LLMConfig
 from pulse_ml.names import file_part, write_csv
+from pulse_ml.settings import llm_config_from_mapping
 from pulse_ml.training.folds import FoldSettings
 
 if TYPE_CHECKING:

@@ -28,6 +28,7 @@ from pulse_ml.config import Node, choice, compose, flag, number
 from pulse_ml.errors import PulseError
 from pulse_ml.report.tables import level_pct, say, text_table
 from pulse_ml.sessions.readers import load_ground_truth
+from pulse_ml.settings import default_simulator_settings
 from pulse_ml.simulate.demo import ensure_demo_data
 
 
@@ -56,7 +57,8 @@ def run(cfg: Node) -> dict:
         "clusters": choice(cfg, "infer.clusters", "pipeline", CLUSTER_MODES),
         "output": str(cfg.infer.output),
         "case_study_dirs": list(cfg.get("case_study_dirs") or [])}))
-    ensure_demo_data(base.data_path, flag(cfg, "data.simulate_if_missing", "pipeline", True))
+    ensure_demo_data(base.data_path, flag(cfg, "data.simulate_if_missing", "pipeline", True),
+                     default_simulator_settings)
     results = []
     for i, spec in enumerate(specs, 1):
         print(f"\n== [{i}/{len(specs)}] train {spec.name}")

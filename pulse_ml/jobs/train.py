@@ -395,7 +395,7 @@ def run(cfg: Node) -> TrainResult:
 
 def run_settings(job: TrainSettings) -> TrainResult:
     """Train with typed settings (``pipeline`` calls this directly)."""
-    ensure_demo_data(job.data_path, job.simulate_if_missing)
+    ensure_demo_data(job.data_path, job.simulate_if_missing, shared.default_simulator_settings)
     # Training uses every labeled session; case studies matter only to infer.
     table = select_training(load_sessions(job.data_path, job.features, {}, only=[]),
                             job.selection)

@@ -1,10 +1,13 @@
-"""Typed settings of one LLM endpoint (labeler, judge or discovery model)."""
+"""Typed settings of one LLM endpoint (labeler, judge or discovery model).
+
+Built from the config at the edge (``pulse_ml.settings.llm_config_from_mapping``); nothing
+here reads a config.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from pulse_ml.errors import PulseError
 
@@ -76,58 +79,3 @@ class LLMConfig:
             out["max_tokens"] = self.max_tokens
         return out
 
-
-def llm_config_from_mapping(node: Mapping, default_name: str = "llm",
-                            verb: str = "judge") -> LLMConfig:
-    """Build an :class:`LLMConfig` from a plain mapping, every field type-checked.
-
-    Args:
-        node: The config node's plain values (``judge``, ``labeler``, one discovery model).
-        default_name: The node's config key (named in messages, default ``name``).
-        verb: The verb named in messages.
-
-    Raises:
-        PulseError: on an unknown key, a missing ``model`` or a value of the wrong type or
-            range; the message names the key (e.g. ``judge.concurrency``) and what is allowed.
-    """
-    from pulse_ml.config import Node, number, text
-
-    known = {f.name for f in fields(LLMConfig)}
-    data = {str(k): v for k, v in dict(node).items()}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise PulseError(f"LLM config '{data.get('name', default_name)}': unknown key(s) "
-                         f"{', '.join(unknown)}. Known: {', '.join(sorted(known))}.")
-    if not data.get("model"):
-        raise PulseError(f"LLM config '{data.get('name', default_name)}': `model` is required, "
-                         f"e.g. model: openai/gpt-5-mini.")
-    cfg, p = Node({default_name: data}), f"{default_name}."
-    defaults = {f.name: f.default for f in fields(LLMConfig)}
-
-    def num(key: str, low: float | None = None, high: float | None = None, *,
-            integer: bool = False, open_interval: bool = False, optional: bool = False):
-        if key not in data:
-            return defaults[key]
-        return number(cfg, p + key, verb, low, high, integer=integer,
-                      open_interval=open_interval, optional=optional)
-
-    def positive(key: str, integer: bool = False, optional: bool = False):
-        if integer:  # [1, inf]
-            return num(key, 1, None, integer=True, optional=optional)
-        return num(key, 0, None, open_interval=True, optional=optional)  # (0, inf)
-
-    return LLMConfig(
-        name=str(data.get("name") or default_name), model=str(data["model"]),
-        api_base=text(cfg, p + "api_base"), api_key_env=text(cfg, p + "api_key_env"),
-        concurrency=positive("concurrency", integer=True),
-        timeout=positive("timeout"),
-        retries=num("retries", 0, None, integer=True),
-        temperature=num("temperature", 0, 2, optional=True),
-        max_tokens=positive("max_tokens", integer=True, optional=True),
-        price_in_per_1k=num("price_in_per_1k", 0, None),
-        price_out_per_1k=num("price_out_per_1k", 0, None),
-        backoff_base=num("backoff_base", 0, None),
-        backoff_max=num("backoff_max", 0, None),
-        max_sessions=positive("max_sessions", integer=True, optional=True),
-        max_input_tokens=positive("max_input_tokens", integer=True),
-        seed=num("seed", integer=True))

@@ -1,8 +1,8 @@
 """Demo data: the demo folder, writing it, and creating it on first use.
 
 ``train`` and ``pipeline`` call :func:`ensure_demo_data`; ``simulate`` calls :func:`write_demo`.
-No config is read here: the simulator's settings come typed (``pulse_ml.settings.
-simulator_settings`` reads them at the job edge).
+No config is read here: the simulator's settings come typed from the caller
+(``pulse_ml.settings.simulator_settings`` reads them at the edge).
 """
 
 from __future__ import annotations
@@ -64,21 +64,19 @@ def write_demo(settings: SimulateSettings, out: Path, events: bool = False,
 
 
 def ensure_demo_data(path: str | Path, allowed: bool,
-                     settings: Callable[[Path], SimulateSettings] | None = None) -> None:
+                     settings: Callable[[Path], SimulateSettings]) -> None:
     """Write the default demo data into ``path``'s folder when ``path`` is the absent demo table.
 
     Args:
         path: The session table a verb was asked to read.
         allowed: ``data.simulate_if_missing``.
-        settings: Typed simulator settings for an output folder (called only when the data is
-            written; default ``pulse_ml.settings.simulator_settings`` of ``conf/simulate.yaml``).
+        settings: Typed simulator settings for an output folder, called only when the data is
+            written (the jobs pass ``pulse_ml.settings.default_simulator_settings``: those of
+            ``conf/simulate.yaml``).
     """
     path = Path(path)
     if path.exists() or not allowed or path.name != "sessions.parquet":
         return
-    if settings is None:
-        from pulse_ml.settings import default_simulator_settings as settings
-
     print(f"no demo data yet: simulating it into {path.parent}\n  (`pulse-ml simulate` prints "
           "the calibration table)")
     result, figures, ref, _, _ = write_demo(settings(path.parent), path.parent)

@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import brentq
 
 from pulse_ml.errors import PulseError
 from pulse_ml.simulate import model
-from pulse_ml.simulate.paper import FLAG_COLUMNS, GIT_COLUMNS, REFERENCE, paper_shifts
+from pulse_ml.simulate.calibration import calibrate, latent_mean, treatment_shift
+from pulse_ml.simulate.paper import FLAG_COLUMNS, GIT_COLUMNS, REFERENCE
 from pulse_ml.simulate.text import user_texts
 
 FEATURE_COLUMNS: tuple[str, ...] = (
@@ -156,75 +156,6 @@ def validate(settings: SimulateSettings) -> None:
                                                                           for p in problems))
 
 
-def _treatment_shift(spec: CaseStudySpec, scale: float) -> model.ArmShift:
-    found = paper_shifts(spec.name)
-    if found is None:
-        return model.ArmShift()
-    flags, messages = found
-    return model.shift_from_means(flags, messages, scale)
-
-
-def _mu(features: dict[str, np.ndarray], settings: SimulateSettings, intercept: float,
-        direct: float | np.ndarray) -> np.ndarray:
-    score = model.feature_score(features)
-    return intercept + settings.signal * model.BASE_SCALE * score + direct
-
-
-def _solve_shift(mu: np.ndarray, target_mean: float) -> float:
-    """The latent shift ``d`` with ``mean(E[stars | mu + d]) = target_mean``."""
-    return float(brentq(lambda d: model.expected_stars(mu + d).mean() - target_mean, -6.0, 6.0,
-                        xtol=1e-9))
-
-
-def _calibrate(settings: SimulateSettings, seed: np.random.SeedSequence,
-               n_per_arm: int) -> tuple[float, dict[str, float], dict[str, float]]:
-    """Intercept (labeled mean = ``mean_rating``) and direct effects (population effect = target).
-
-    Returns:
-        ``(intercept, direct latent shift per case study, feature-mediated effect per case study)``.
-    """
-    arms: list[tuple[dict[str, np.ndarray], float, str | None]] = []  # features, weight, cs
-    default_features = model.draw_features(np.random.default_rng(seed), n_per_arm,
-                                            model.ArmShift())
-    n_cs_labeled = 2 * len(settings.case_studies) * settings.labeled_per_arm
-    arms.append((default_features, settings.n_labeled - n_cs_labeled, None))
-    for spec in settings.case_studies:  # common random numbers: same seed for both arms
-        arms.append((default_features, settings.labeled_per_arm, None))
-        treated = model.draw_features(np.random.default_rng(seed), n_per_arm,
-                                      _treatment_shift(spec, settings.feature_shift_scale))
-        arms.append((treated, settings.labeled_per_arm, spec.name))
-    scores = [settings.signal * model.BASE_SCALE * model.feature_score(f) for f, _, _ in arms]
-    # Which calibration sessions would be labeled: the same Gumbel top-k rule as the population
-    # (a user's rater effect is, marginally, one normal draw per session).
-    noise_rng = np.random.default_rng(seed.spawn(1)[0])
-    keys = [settings.label_message_elasticity * np.log(f["user_message_count"])
-            + noise_rng.normal(0.0, settings.rater_sd, n_per_arm) + noise_rng.gumbel(size=n_per_arm)
-            for f, _, _ in arms]
-    share = 1.0 / (1.0 + settings.unlabeled_ratio)
-    label_w = [(k >= np.quantile(k, 1.0 - share)).astype(float) for k in keys]
-    direct = {spec.name: 0.0 for spec in settings.case_studies}
-    targets = {spec.name: spec.effect for spec in settings.case_studies}
-
-    def labeled_mean(intercept: float) -> float:
-        total = 0.0
-        for (_, weight, cs), score, w in zip(arms, scores, label_w, strict=True):
-            mu = intercept + score + (direct[cs] if cs else 0.0)
-            total += weight * np.average(model.expected_stars(mu), weights=w)
-        return total / settings.n_labeled
-
-    intercept = 0.0
-    mediated: dict[str, float] = {}
-    for _ in range(2):  # alternate: the intercept moves the direct effects and vice versa
-        intercept = brentq(lambda a: labeled_mean(a) - settings.mean_rating, -8.0, 8.0,
-                           xtol=1e-7)
-        base = model.expected_stars(intercept + scores[0]).mean()
-        for k, spec in enumerate(settings.case_studies):
-            score_t = scores[2 + 2 * k]
-            mediated[spec.name] = model.expected_stars(intercept + score_t).mean() - base
-            direct[spec.name] = _solve_shift(intercept + score_t, base + targets[spec.name])
-    return float(intercept), direct, {k: float(v) for k, v in mediated.items()}
-
-
 def _arms(settings: SimulateSettings, direct: dict[str, float], n_labeled: int,
           per_arm: int) -> list[_Arm]:
     arms = [_Arm("", settings.default_condition, model.ArmShift(), 0.0,
@@ -232,7 +163,7 @@ def _arms(settings: SimulateSettings, direct: dict[str, float], n_labeled: int,
     for spec in settings.case_studies:
         arms.append(_Arm(spec.name, spec.control, model.ArmShift(), 0.0, per_arm))
         arms.append(_Arm(spec.name, spec.treatment,
-                         _treatment_shift(spec, settings.feature_shift_scale),
+                         treatment_shift(spec, settings.feature_shift_scale),
                          direct[spec.name], per_arm))
     return arms
 
@@ -273,7 +204,7 @@ def _population(settings: SimulateSettings, seeds: list[np.random.SeedSequence],
     arm_of = arm_of[order]
     n = len(arm_of)
     cols["arm"] = arm_of
-    cols["mu"] = _mu(cols, settings, intercept, np.array([a.direct for a in arms])[arm_of])
+    cols["mu"] = latent_mean(cols, settings, intercept, np.array([a.direct for a in arms])[arm_of])
 
     user_rng = np.random.default_rng(seeds[1])
     user = _users(user_rng, n, settings)
@@ -395,9 +326,9 @@ def _ground_truth(settings: SimulateSettings, seeds: list[np.random.SeedSequence
     for spec, seed in zip(settings.case_studies, arm_seeds, strict=True):
         control = model.draw_features(np.random.default_rng(seed), half, model.ArmShift())
         treated = model.draw_features(np.random.default_rng(seed), half,
-                                      _treatment_shift(spec, settings.feature_shift_scale))
-        diff = (model.expected_stars(_mu(treated, settings, intercept, direct[spec.name]))
-                - model.expected_stars(_mu(control, settings, intercept, 0.0)))
+                                      treatment_shift(spec, settings.feature_shift_scale))
+        diff = (model.expected_stars(latent_mean(treated, settings, intercept, direct[spec.name]))
+                - model.expected_stars(latent_mean(control, settings, intercept, 0.0)))
         effects[spec.name] = {
             "control": spec.control, "treatment": spec.treatment, "target": spec.effect,
             "effect": float(diff.mean()), "mc_se": float(diff.std(ddof=1) / np.sqrt(half)),
@@ -433,7 +364,7 @@ def simulate(settings: SimulateSettings) -> SimulationResult:
     # Eight streams; the first six are those of earlier versions (same draws), then time, text.
     seeds = np.random.SeedSequence(settings.seed).spawn(8)
     n_cal = max(20_000, settings.mc_sessions // 10)
-    intercept, direct, mediated = _calibrate(settings, seeds[0], n_cal)
+    intercept, direct, mediated = calibrate(settings, seeds[0], n_cal)
     pop = _population(settings, seeds[1].spawn(4), intercept, direct, settings.n_labeled,
                       settings.labeled_per_arm)
     pop["started_at"] = _start_times(np.random.default_rng(seeds[6]), pop["arm"],

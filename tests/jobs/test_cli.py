@@ -31,7 +31,7 @@ def test_help_imports_no_heavy_library():
 
 
 def test_every_verb_has_help_and_a_composable_config(cli):
-    from pulse_ml.config import defaults_of, group_options
+    from pulse_ml.config_check import defaults_of, group_options
 
     for verb in VERBS:
         res = cli(verb, "--help")

@@ -443,7 +443,7 @@ def test_full_disk_during_monitor_keeps_earlier_results(registered, small_demo, 
 
 
 def test_full_disk_during_judge_keeps_earlier_judgments(pulse_home, tmp_path):
-    from pulse_ml.llm.testing import StubLLMServer
+    from llm_stub import StubLLMServer
 
     n = 300
     frame = pd.DataFrame({"session_id": [f"s{i}" for i in range(n)],
@@ -490,7 +490,7 @@ def test_full_disk_during_extract_labeler_logs_no_run(pulse_home, tmp_path):
     The limit (2.5 MB) lets the store (~1.1 MB) grow but not the ~4 MB JSONL table; before,
     the ``label-local`` run was logged, then the table write failed.
     """
-    from pulse_ml.llm.testing import StubLLMServer
+    from llm_stub import StubLLMServer
 
     src = tmp_path / "chats.jsonl"
     records = _chat_records(150)

@@ -8,8 +8,7 @@ import mlflow
 import numpy as np
 import pandas as pd
 import pytest
-
-from pulse_ml.llm.testing import Reply, StubLLMServer
+from llm_stub import Reply, StubLLMServer
 
 GARBAGE = {"s_lab_3", "s_lab_17", "s_unl_5"}  # their answers never parse: filled + flagged
 

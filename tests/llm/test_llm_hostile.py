@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 import time
 
+from llm_stub import JUDGE_ANSWER, Reply
+
 from pulse_ml.llm.client import run_batch
 from pulse_ml.llm.parse import parse_judge
 from pulse_ml.llm.prompts import JUDGE, messages
-from pulse_ml.llm.testing import JUDGE_ANSWER, Reply
 
 
 def _one(cfg):

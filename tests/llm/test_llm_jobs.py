@@ -6,15 +6,14 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.model_selection import KFold
-
-from pulse_ml.llm.testing import (
+from llm_stub import (
     DISCOVERY_ANSWER,
     FAILURE_ANSWER,
     SENTIMENT_ANSWER,
     Reply,
     prompt_kind,
 )
+from sklearn.model_selection import KFold
 
 EXPECTED_KEYS = {"cv_mse", "cv_mae", "cv_pearson", "cv_spearman", "cv_mse_std", "cv_mae_std",
                  "cv_pearson_std", "n_sessions", "n_missing", "cost_usd", "tokens_in",

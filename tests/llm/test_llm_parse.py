@@ -1,6 +1,7 @@
 import json
 
 import pytest
+from llm_stub import DISCOVERY_ANSWER, FAILURE_ANSWER, JUDGE_ANSWER, SENTIMENT_ANSWER
 
 from pulse_ml.llm.parse import (
     FAILURE_MODES,
@@ -11,7 +12,6 @@ from pulse_ml.llm.parse import (
     parse_judge,
     parse_sentiment_task,
 )
-from pulse_ml.llm.testing import DISCOVERY_ANSWER, FAILURE_ANSWER, JUDGE_ANSWER, SENTIMENT_ANSWER
 
 
 def test_extract_json_plain_fenced_and_with_prose():
