@@ -16,16 +16,14 @@ from pulse_ml.errors import PulseError
 from pulse_ml.inference.randomization import RandomizationSettings, few_users_warning, randomize
 from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.table import SessionTable
-from pulse_ml.stats import (
-    compare_arms,
-    compare_features,
+from pulse_ml.stats.arm_effect import ArmComparison, compare_arms
+from pulse_ml.stats.feature_tests import compare_features, labeled_shift
+from pulse_ml.stats.permutation import permutation_pvalue
+from pulse_ml.stats.propensity import (
     crossfit_propensity,
     inverse_propensity_weights,
-    labeled_shift,
-    permutation_pvalue,
     prediction_shift,
 )
-from pulse_ml.stats.arm_effect import ArmComparison
 from pulse_ml.stats.randomization import RandomizationResult
 
 # Options of the ``clusters`` setting (value -> meaning).

@@ -2,8 +2,8 @@
 
 Pure with respect to I/O: takes a validated :class:`SessionTable` and one honest prediction per
 session (:func:`pulse_ml.inference.honest.honest_data`), builds the calendar of looks and the
-per-session arrays, and calls :func:`pulse_ml.stats.sequential.monitor_effect` once for all case
-studies (``groups``). The ``monitor`` job writes what this returns.
+per-session arrays, and calls :func:`pulse_ml.stats.sequential.monitor.monitor_effect` once for
+all case studies (``groups``). The ``monitor`` job writes what this returns.
 
 The calendar. A look has a cutoff instant: the sessions that started before it are visible
 (their ratings arrive with them). Day d of a case study is the UTC calendar day d counted from
@@ -53,7 +53,7 @@ from pulse_ml.sessions.table import (
     study_arms,
 )
 from pulse_ml.sessions.time_checks import require_plausible_times
-from pulse_ml.stats.sequential import MonitorResult, monitor_effect
+from pulse_ml.stats.sequential.monitor import MonitorResult, monitor_effect
 
 DAY = pd.Timedelta(days=1)
 # Options of the ``lambda_rule`` setting (value -> meaning).

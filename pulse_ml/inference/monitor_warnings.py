@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from pulse_ml.stats.sequential import DRIFT_WARN_SE, MIN_EFFECTIVE_UNITS, MonitorResult
+from pulse_ml.stats.sequential.monitor import MonitorResult
+from pulse_ml.stats.sequential.small_sample import DRIFT_WARN_SE, MIN_EFFECTIVE_UNITS
 
 if TYPE_CHECKING:
     from pulse_ml.inference.monitor import MonitorData

@@ -53,7 +53,6 @@ from numpy.typing import ArrayLike, NDArray
 
 from pulse_ml.stats import arm_notes
 from pulse_ml.stats import effect_engine as engine
-from pulse_ml.stats.arm_batch import BatchComparison, compare_batch
 from pulse_ml.stats.arm_inputs import arm_arrays, cluster_codes, weights_or_ones
 from pulse_ml.stats.arm_notes import (
     MIN_LABELS,
@@ -73,11 +72,8 @@ __all__ = [
     "MIN_UNLABELED",
     "MIN_UNLABELED_USERS",
     "ArmComparison",
-    "BatchComparison",
     "Estimate",
     "compare_arms",
-    "compare_batch",
-    "cluster_codes",
     "theoretical_width_ratio",
 ]
 

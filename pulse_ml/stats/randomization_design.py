@@ -32,7 +32,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from pulse_ml.errors import PulseError
 from pulse_ml.stats import cluster_moments as cm
-from pulse_ml.stats.arm_effect import cluster_codes
+from pulse_ml.stats.arm_inputs import cluster_codes
 from pulse_ml.stats.ppi import as_vector
 
 __all__ = ["Prepared", "UnitDesign", "assignment_products", "prepare", "unit_design"]

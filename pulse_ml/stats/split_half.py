@@ -64,7 +64,7 @@ from scipy.stats import t as student_t
 
 from pulse_ml.stats import cluster_moments as cm
 from pulse_ml.stats import effect_engine as engine
-from pulse_ml.stats.arm_effect import cluster_codes
+from pulse_ml.stats.arm_inputs import cluster_codes
 from pulse_ml.stats.ppi import z_two_sided
 
 __all__ = [

@@ -10,7 +10,7 @@ from pulse_ml.inference.effects import InferenceSettings, analyse
 from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.feature_sets import feature_set_from_mapping
 from pulse_ml.sessions.table import validate_frame
-from pulse_ml.stats import compare_arms
+from pulse_ml.stats.arm_effect import compare_arms
 
 FEATURES = feature_set_from_mapping({"name": "t", "columns": {"n": {"kind": "count"}}})
 

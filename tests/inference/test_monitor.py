@@ -29,8 +29,9 @@ from pulse_ml.report.tables import text_table
 from pulse_ml.sessions.feature_sets import FeatureSet, FeatureSpec
 from pulse_ml.sessions.table import validate_frame
 from pulse_ml.settings import feature_set
-from pulse_ml.stats import monitor_effect, simulate_monitoring
-from pulse_ml.stats.sequential import MIN_EFFECTIVE_UNITS
+from pulse_ml.stats.sequential.monitor import monitor_effect
+from pulse_ml.stats.sequential.simulation import simulate_monitoring
+from pulse_ml.stats.sequential.small_sample import MIN_EFFECTIVE_UNITS
 
 FEATURES = FeatureSet("x", (FeatureSpec("x", "numeric"),))
 START = pd.Timestamp("2025-06-02", tz="UTC")

@@ -11,7 +11,7 @@ import pytest
 
 from pulse_ml.config import compose
 from pulse_ml.jobs import infer, train
-from pulse_ml.stats import compare_arms
+from pulse_ml.stats.arm_effect import compare_arms
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """Seeded designs where real raters live: skewed 1-5 stars, users with many sessions, shift.
 
 Each generator returns ``(arms, kw, tau)`` in the argument order of
-:func:`pulse_ml.stats.arm_effect.compare_batch` (values (R, n), cluster ids (n,) shared by the R
+:func:`pulse_ml.stats.arm_batch.compare_batch` (values (R, n), cluster ids (n,) shared by the R
 data sets) like :mod:`validity_sims`. Ratings are stars from a latent score cut at fixed
 thresholds so that, at the null, about 10 / 8 / 15 / 27 / 40 % of ratings are 1..5 stars (the
 skew of real agent ratings: mean about 3.9). Every design is at the null (``tau = 0``, both arms

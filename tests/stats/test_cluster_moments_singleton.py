@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pulse_ml.stats.arm_effect import cluster_codes, compare_arms
+from pulse_ml.stats.arm_effect import compare_arms
+from pulse_ml.stats.arm_inputs import cluster_codes
 from pulse_ml.stats.cluster_moments import session_moments
 
 

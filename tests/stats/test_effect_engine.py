@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from pulse_ml.stats import cluster_moments as cm
-from pulse_ml.stats.arm_effect import compare_arms, compare_batch
+from pulse_ml.stats.arm_batch import compare_batch
+from pulse_ml.stats.arm_effect import compare_arms
 from pulse_ml.stats.effect_engine import _box_ls
 
 

@@ -6,7 +6,7 @@ import pytest
 from scipy.stats import norm
 
 from pulse_ml.errors import PulseError
-from pulse_ml.stats.arm_effect import compare_batch
+from pulse_ml.stats.arm_batch import compare_batch
 from pulse_ml.stats.power import arm_design, design_effect, labels_needed, planned_power
 
 

@@ -111,7 +111,7 @@ def test_stats_reweighting_covers_on_the_clustered_path_with_users_in_both_arms(
     # the mean over D = 30 designs x R = 150 has s.e. ~0.006; measured 0.954 (crossfit), 0.949
     # (true propensity), 0.74 unweighted at D = 40, R = 200. The 0.935 bar is 2.5 s.e. below
     # 0.95; a method that ignored the users would read ~0.33 (the naive interval unweighted).
-    from pulse_ml.stats.arm_effect import compare_batch
+    from pulse_ml.stats.arm_batch import compare_batch
 
     designs, reps, tau = 30, 150, 0.2
     cov = {"unweighted": [], "crossfit": []}

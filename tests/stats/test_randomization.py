@@ -17,7 +17,8 @@ from scipy.stats import norm
 from pulse_ml.errors import PulseError
 from pulse_ml.stats import cluster_moments as cm
 from pulse_ml.stats import effect_engine as engine
-from pulse_ml.stats.arm_effect import compare_arms, compare_batch
+from pulse_ml.stats.arm_batch import compare_batch
+from pulse_ml.stats.arm_effect import compare_arms
 from pulse_ml.stats.randomization import (
     kish_effective_units,
     prepare,

@@ -14,7 +14,8 @@ import realistic_sims as rs
 import validity_sims as sims
 
 from pulse_ml.errors import PulseError
-from pulse_ml.stats.arm_effect import compare_arms, compare_batch
+from pulse_ml.stats.arm_batch import compare_batch
+from pulse_ml.stats.arm_effect import compare_arms
 
 OLD = {"cr2": False, "lambda_noise": False}
 

@@ -16,15 +16,11 @@ from scipy.stats import norm
 from scipy.stats import t as student_t
 
 from pulse_ml.errors import PulseError
-from pulse_ml.stats import (
-    compare_arms,
-    cs_multiplier,
-    first_crossing_probabilities,
-    mixture_rho,
-    monitor_effect,
-    plan_monitoring,
-    simulate_monitoring,
-)
+from pulse_ml.stats.arm_effect import compare_arms
+from pulse_ml.stats.sequential.boundary import cs_multiplier, mixture_rho
+from pulse_ml.stats.sequential.monitor import monitor_effect
+from pulse_ml.stats.sequential.planning import first_crossing_probabilities, plan_monitoring
+from pulse_ml.stats.sequential.simulation import simulate_monitoring
 
 DAYS = 21
 REPS = 1000

@@ -1,7 +1,7 @@
 """Seeded simulation designs with known truth, shared by the validity tests and the benchmark.
 
 Each generator returns the arrays of R data sets of one design (vectorized: values (R, n),
-cluster ids (n,)) in the argument order of :func:`pulse_ml.stats.arm_effect.compare_batch`, or
+cluster ids (n,)) in the argument order of :func:`pulse_ml.stats.arm_batch.compare_batch`, or
 per-data-set :class:`ArmArrays` pairs for the audits, plus the true effect.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import norm
 
-from pulse_ml.stats.arm_effect import BatchComparison
+from pulse_ml.stats.arm_batch import BatchComparison
 from pulse_ml.stats.split_half import ArmArrays
 
 
