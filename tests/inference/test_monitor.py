@@ -16,15 +16,9 @@ import pytest
 from pulse_ml.config import compose
 from pulse_ml.errors import DataError, PulseError
 from pulse_ml.inference.effects import InferenceSettings, arm_data, compare
-from pulse_ml.inference.monitor import (
-    FRAME_COLUMNS,
-    MonitorSettings,
-    monitor,
-    monitor_data,
-    parse_looks,
-    printable,
-    stop_lines,
-)
+from pulse_ml.inference.monitor import FRAME_COLUMNS, MonitorSettings, monitor, monitor_data
+from pulse_ml.inference.monitor_looks import parse_looks
+from pulse_ml.inference.monitor_text import printable, stop_lines
 from pulse_ml.report.tables import text_table
 from pulse_ml.sessions.feature_sets import FeatureSet, FeatureSpec
 from pulse_ml.sessions.table import validate_frame
