@@ -27,13 +27,13 @@ sys.path.insert(0, str(ROOT / "tests" / "stats"))
 import audit_sims  # noqa: E402
 import validity_sims as sims  # noqa: E402
 
+from pulse_ml.inference.propensity import crossfit_propensity  # noqa: E402
 from pulse_ml.stats.arm_batch import compare_batch  # noqa: E402
 from pulse_ml.stats.arm_effect import compare_arms  # noqa: E402
 from pulse_ml.stats.arm_inputs import Arm  # noqa: E402
 from pulse_ml.stats.consistency import labeled_unlabeled_consistency  # noqa: E402
 from pulse_ml.stats.half_checks import audit_halves  # noqa: E402
 from pulse_ml.stats.power import labels_needed, planned_power  # noqa: E402
-from pulse_ml.stats.propensity import crossfit_propensity  # noqa: E402
 from pulse_ml.stats.split_half import split_half_audit  # noqa: E402
 
 LEGACY = {"small_sample": False, "lam_mode": "per_arm"}

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from pulse_ml.errors import PulseError
+from pulse_ml.inference.propensity import crossfit_propensity
 from pulse_ml.inference.randomization import RandomizationSettings, few_users_warning, randomize
 from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.table import SessionTable
@@ -20,11 +21,7 @@ from pulse_ml.stats.arm_effect import ArmComparison, compare_arms
 from pulse_ml.stats.arm_inputs import Arm
 from pulse_ml.stats.feature_tests import compare_features, labeled_shift
 from pulse_ml.stats.permutation import permutation_pvalue
-from pulse_ml.stats.propensity import (
-    crossfit_propensity,
-    inverse_propensity_weights,
-    prediction_shift,
-)
+from pulse_ml.stats.propensity import inverse_propensity_weights, prediction_shift
 from pulse_ml.stats.randomization import RandomizationResult
 
 # Options of the ``clusters`` setting (value -> meaning).

@@ -240,7 +240,7 @@ def compare_arms(
     arm has user ids (``users`` or ``users_unl``) the variances are cluster-robust by user;
     samples without ids are one cluster per session. Integer user codes are much faster than
     strings to factorize. Weights (``w``, e.g. inverse labeling propensities from
-    :func:`pulse_ml.stats.propensity.crossfit_propensity`) switch to shift-aware PPI++ (see
+    :func:`pulse_ml.inference.propensity.crossfit_propensity`) switch to shift-aware PPI++ (see
     module docstring); missing weights of the other arm are 1.
 
     Args:

@@ -6,13 +6,10 @@ import validity_sims as sims
 from scipy import stats
 
 from pulse_ml.errors import PulseError
+from pulse_ml.inference.propensity import crossfit_propensity
 from pulse_ml.stats.arm_effect import compare_arms
 from pulse_ml.stats.arm_inputs import Arm
-from pulse_ml.stats.propensity import (
-    crossfit_propensity,
-    inverse_propensity_weights,
-    prediction_shift,
-)
+from pulse_ml.stats.propensity import inverse_propensity_weights, prediction_shift
 
 
 def _compare(data, propensity=None):
