@@ -2,8 +2,8 @@
 
 Run: ``PYTHONPATH=. python perf/monitor_bench.py [replications]`` (default 4000 per setting).
 
-1. Time of :func:`pulse_ml.stats.sequential.monitor_effect` for 10^6 sessions x 30 looks, i.i.d.
-   and clustered (100,000 users, users in both arms).
+1. Time of :func:`pulse_ml.stats.sequential.monitor.monitor_effect` for 10^6 sessions x 30
+   looks, i.i.d. and clustered (100,000 users, users in both arms).
 2. Type-I error (no effect) and power (an effect) of the naive and the PPI++ effect, for the
    fixed 95% Wald interval looked at every day for 21 days ("peeking"), the same interval looked
    at once on the last day, and the anytime-valid sequence; median stopping day of the sequence
@@ -18,7 +18,9 @@ import time
 
 import numpy as np
 
-from pulse_ml.stats.sequential import monitor_effect, plan_monitoring, simulate_monitoring
+from pulse_ml.stats.sequential.monitor import monitor_effect
+from pulse_ml.stats.sequential.planning import plan_monitoring
+from pulse_ml.stats.sequential.simulation import simulate_monitoring
 
 DAYS = 21
 BATCH = 1000

@@ -116,7 +116,7 @@ def main() -> None:
     """Print the timing table and the demo stopping-day table as markdown."""
     from pulse_ml.config import compose
     from pulse_ml.settings import simulator_settings as settings_from_config
-    from pulse_ml.stats import plan_monitoring
+    from pulse_ml.stats.sequential.planning import plan_monitoring
 
     seeds = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     scale = float(sys.argv[2]) if len(sys.argv) > 2 else 1.0

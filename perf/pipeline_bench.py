@@ -31,7 +31,7 @@ def main() -> None:
     from pulse_ml.config import compose
     from pulse_ml.jobs import infer, pipeline
     from pulse_ml.registry import models as mlflow_io
-    from pulse_ml.stats import theoretical_width_ratio
+    from pulse_ml.stats.arm_effect import theoretical_width_ratio
     from pulse_ml.training.metrics import pearson
 
     t0 = time.perf_counter()

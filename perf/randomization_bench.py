@@ -22,13 +22,14 @@ import time
 
 import numpy as np
 
+from pulse_ml.stats.arm_inputs import Arm
 from pulse_ml.stats.randomization import randomization_inference
 
 THRESHOLDS = [-1.3, -0.9, -0.4, 0.25]  # latent N(0, 1.1) -> P(1..5) ~ .10,.08,.15,.27,.40
 
 
-def case_study(n_sessions: int, by_user: bool, seed: int = 0) -> list:
-    """Arrays for :func:`randomization_inference` (labeled/unlabeled per arm, units)."""
+def case_study(n_sessions: int, by_user: bool, seed: int = 0) -> tuple[Arm, Arm]:
+    """The two arms for :func:`randomization_inference` (units: users, or sessions)."""
     rng = np.random.default_rng(seed)
     sizes = 1 + np.minimum((rng.pareto(1.3, n_sessions) * 4).astype(int), 500)
     n_users = int(np.searchsorted(np.cumsum(sizes), n_sessions)) + 1
@@ -40,9 +41,9 @@ def case_study(n_sessions: int, by_user: bool, seed: int = 0) -> list:
     f = 3.9 + 0.45 * (lat + rng.normal(0, 1.2, n_sessions))
     lab = rng.random(n_sessions) < 0.05
     parts = [(arm == a) & (lab == lv) for a, lv in ((0, 1), (0, 0), (1, 1), (1, 0))]
-    vals = [y[parts[0]], f[parts[0]], f[parts[1]], y[parts[2]], f[parts[2]], f[parts[3]]]
-    units = [users[parts[i]] for i in (0, 2, 1, 3)] if by_user else [None] * 4
-    return vals + units
+    units = [users[p] if by_user else None for p in parts]
+    return (Arm(y[parts[0]], f[parts[0]], f[parts[1]], users=units[0], users_unl=units[1]),
+            Arm(y[parts[2]], f[parts[2]], f[parts[3]], users=units[2], users_unl=units[3]))
 
 
 def main() -> None:

@@ -21,7 +21,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "stats"))
 import realistic_sims as rs  # noqa: E402
 
-from pulse_ml.stats.arm_effect import compare_batch  # noqa: E402
+from pulse_ml.stats.arm_batch import compare_batch  # noqa: E402
 
 DESIGNS = {
     "label shift rb 0.17 (i.i.d., n 150, N 1500)": lambda r: rs.label_shift(r, 1, rb=0.17),

@@ -28,6 +28,7 @@ import warnings
 import numpy as np
 
 from pulse_ml.stats.arm_effect import compare_arms
+from pulse_ml.stats.arm_inputs import Arm
 
 N_LABELED = 500
 REPEATS = 7
@@ -82,12 +83,11 @@ def main():
         (uc, uuc), (ut, uut) = _users(rng, big_n), _users(rng, big_n)
 
         def ours(arms=arms):
-            return compare_arms(*arms[0], *arms[1], alpha=0.05)
+            return compare_arms(Arm(*arms[0]), Arm(*arms[1]), alpha=0.05)
 
         def clustered(arms=arms, users=(uc, uuc, ut, uut)):
-            return compare_arms(*arms[0], *arms[1], alpha=0.05, clusters_c=users[0],
-                                clusters_unl_c=users[1], clusters_t=users[2],
-                                clusters_unl_t=users[3])
+            return compare_arms(Arm(*arms[0], users=users[0], users_unl=users[1]),
+                                Arm(*arms[1], users=users[2], users_unl=users[3]), alpha=0.05)
 
         def floor(arms=arms):
             return [(fu.mean(), fu.var()) for _, _, fu in arms]
@@ -100,7 +100,7 @@ def main():
             return out
 
         ref = reference()
-        large = compare_arms(*arms[0], *arms[1], alpha=0.05, small_sample=False,
+        large = compare_arms(Arm(*arms[0]), Arm(*arms[1]), alpha=0.05, small_sample=False,
                              lam_mode="per_arm")
         half = np.hypot(*[(np.ravel(ref[i])[1] - np.ravel(ref[i])[0]) / 2 for i in (0, 2)])
         assert abs(large.augmented.width / 2 - half) < 1e-10, (large.augmented.width / 2, half)

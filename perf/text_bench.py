@@ -205,6 +205,7 @@ def sparse_labels_ppi(table: pd.DataFrame, sets: dict, spec, share: float, reps:
     from pulse_ml.models.crossfit import fit_crossfit
     from pulse_ml.models.factory import build_pipeline
     from pulse_ml.stats.arm_effect import compare_arms
+    from pulse_ml.stats.arm_inputs import Arm
     from pulse_ml.training.metrics import pearson
     from pulse_ml.training.tuning import make_folds
 
@@ -232,7 +233,8 @@ def sparse_labels_ppi(table: pd.DataFrame, sets: dict, spec, share: float, reps:
             for name, c, t in USS_STUDIES:
                 lc, lt = lab["condition"].eq(c).to_numpy(), lab["condition"].eq(t).to_numpy()
                 uc, ut = unl["condition"].eq(c).to_numpy(), unl["condition"].eq(t).to_numpy()
-                res = compare_arms(y[lc], f_lab[lc], f_unl[uc], y[lt], f_lab[lt], f_unl[ut])
+                res = compare_arms(Arm(y[lc], f_lab[lc], f_unl[uc]),
+                                   Arm(y[lt], f_lab[lt], f_unl[ut]))
                 acc["reduction"].append(1.0 - res.augmented.width / res.naive.width)
                 acc["cover_naive"].append(res.naive.ci_lower <= truth[name]
                                           <= res.naive.ci_upper)

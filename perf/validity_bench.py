@@ -27,14 +27,14 @@ sys.path.insert(0, str(ROOT / "tests" / "stats"))
 import audit_sims  # noqa: E402
 import validity_sims as sims  # noqa: E402
 
-from pulse_ml.stats.arm_effect import compare_arms, compare_batch  # noqa: E402
+from pulse_ml.inference.propensity import crossfit_propensity  # noqa: E402
+from pulse_ml.stats.arm_batch import compare_batch  # noqa: E402
+from pulse_ml.stats.arm_effect import compare_arms  # noqa: E402
+from pulse_ml.stats.arm_inputs import Arm  # noqa: E402
+from pulse_ml.stats.consistency import labeled_unlabeled_consistency  # noqa: E402
 from pulse_ml.stats.half_checks import audit_halves  # noqa: E402
 from pulse_ml.stats.power import labels_needed, planned_power  # noqa: E402
-from pulse_ml.stats.propensity import crossfit_propensity  # noqa: E402
-from pulse_ml.stats.split_half import (  # noqa: E402
-    labeled_unlabeled_consistency,
-    split_half_audit,
-)
+from pulse_ml.stats.split_half import split_half_audit  # noqa: E402
 
 LEGACY = {"small_sample": False, "lam_mode": "per_arm"}
 
@@ -170,9 +170,8 @@ def audits(scale):
             classic.append(split_half_audit(c, t, method=method, replications=1000,
                                             seed=d).verdict == "too narrow")
             clustered = not method.endswith("iid")
-            kw = {"clusters_c": c.users, "clusters_t": t.users, "clusters_unl_c": c.users_unl,
-                  "clusters_unl_t": t.users_unl} if clustered else {}
-            cmp = compare_arms(c.y, c.f, c.f_unl, t.y, t.f, t.f_unl, **kw)
+            arms = (c, t) if clustered else (Arm(c.y, c.f, c.f_unl), Arm(t.y, t.f, t.f_unl))
+            cmp = compare_arms(*arms)
             est = cmp.naive if method.startswith("naive") else cmp.augmented
             covered.append(est.ci_lower <= tau <= est.ci_upper)
             old = labeled_unlabeled_consistency(c, t, clusters=clustered, replications=200,
@@ -199,9 +198,9 @@ def shift(scale):
         if r < reps_cf:
             props["cross-fitted propensity"] = crossfit_propensity(x, lab, seed=r)
         for name, prop in props.items():
-            kw = {} if prop is None else {"w_c": 1 / prop[c & lab], "w_t": 1 / prop[t & lab]}
-            res = compare_arms(y[c & lab], f[c & lab], f[c & ~lab], y[t & lab], f[t & lab],
-                               f[t & ~lab], **kw)
+            w = (None, None) if prop is None else (1 / prop[c & lab], 1 / prop[t & lab])
+            res = compare_arms(Arm(y[c & lab], f[c & lab], f[c & ~lab], w=w[0]),
+                               Arm(y[t & lab], f[t & lab], f[t & ~lab], w=w[1]))
             cov[name].append((res.augmented.ci_lower <= tau <= res.augmented.ci_upper,
                               res.naive.ci_lower <= tau <= res.naive.ci_upper))
     print("| weights | replications | aug cov | naive cov |")

@@ -11,15 +11,15 @@ strong-predictor analyses in ~25% of data sets: see the half_checks module docst
 users the result says which check still tells something and how many labeled users the other
 needs.
 
-**Labeled-vs-unlabeled consistency check** (:func:`consistency`, formerly "calibrated
-coverage"): hides a share of the labeled units (users when intervals are cluster-robust) and
-compares the nested estimates with the all-labels ones
-(:func:`pulse_ml.stats.labeled_unlabeled_consistency`, the one implementation). It is **not** a
-coverage check and its rate is not to be compared with the nominal level: for nested estimates
-its yardstick is a difference of two noisy variance estimates, so it passes i.i.d. intervals on
-clustered data and leaky predictions and reads valid clustered intervals low. It does react
-when labeled sessions are predicted differently from unlabeled ones: a naive rate clearly above
-the augmented one points there. Predictions are the honest ones: a session keeps its
+**Labeled-vs-unlabeled consistency check** (:func:`consistency`, formerly "calibrated coverage"):
+hides a share of the labeled units (users when intervals are cluster-robust) and compares the
+nested estimates with the all-labels ones
+(:func:`pulse_ml.stats.consistency.labeled_unlabeled_consistency`, the one implementation). It is
+**not** a coverage check and its rate is not to be compared with the nominal level: for nested
+estimates its yardstick is a difference of two noisy variance estimates, so it passes i.i.d.
+intervals on clustered data and leaky predictions and reads valid clustered intervals low. It does
+react when labeled sessions are predicted differently from unlabeled ones: a naive rate clearly
+above the augmented one points there. Predictions are the honest ones: a session keeps its
 out-of-fold prediction whether its label is hidden or not.
 """
 
@@ -66,15 +66,15 @@ class ConsistencyResult:
 
 def _arms(table: SessionTable, preds: np.ndarray, study: CaseStudy):
     codes = pd.factorize(table.frame["user_id"])[0]
-    return (arm_data(table, preds, study, study.control, codes),
-            arm_data(table, preds, study, study.treatment, codes))
+    return (arm_data(table, preds, study, study.control, codes).arm,
+            arm_data(table, preds, study, study.treatment, codes).arm)
 
 
 def consistency(table: SessionTable, preds: np.ndarray, study: CaseStudy,
                 settings: InferenceSettings, replications: int = 200, hide_share: float = 0.5,
                 seed: int = 0) -> ConsistencyResult:
     """Labeled-vs-unlabeled consistency check of one case study (see module docstring)."""
-    from pulse_ml.stats import labeled_unlabeled_consistency
+    from pulse_ml.stats.consistency import labeled_unlabeled_consistency
 
     control, treatment = _arms(table, preds, study)
     check = labeled_unlabeled_consistency(

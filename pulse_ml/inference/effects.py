@@ -13,19 +13,15 @@ import numpy as np
 import pandas as pd
 
 from pulse_ml.errors import PulseError
+from pulse_ml.inference.propensity import crossfit_propensity
 from pulse_ml.inference.randomization import RandomizationSettings, few_users_warning, randomize
 from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.table import SessionTable
-from pulse_ml.stats import (
-    compare_arms,
-    compare_features,
-    crossfit_propensity,
-    inverse_propensity_weights,
-    labeled_shift,
-    permutation_pvalue,
-    prediction_shift,
-)
-from pulse_ml.stats.arm_effect import ArmComparison
+from pulse_ml.stats.arm_effect import ArmComparison, compare_arms
+from pulse_ml.stats.arm_inputs import Arm
+from pulse_ml.stats.feature_tests import compare_features, labeled_shift
+from pulse_ml.stats.permutation import permutation_pvalue
+from pulse_ml.stats.propensity import inverse_propensity_weights, prediction_shift
 from pulse_ml.stats.randomization import RandomizationResult
 
 # Options of the ``clusters`` setting (value -> meaning).
@@ -100,16 +96,18 @@ class CaseStudyResult:
 
 @dataclass(frozen=True)
 class ArmData:
-    """Arrays of one arm: labeled ratings/predictions/users and unlabeled predictions/users."""
+    """One arm of a case study: its arrays and the table rows behind them.
 
-    y: np.ndarray
-    f: np.ndarray
-    users: np.ndarray
-    f_unl: np.ndarray
-    users_unl: np.ndarray
+    Attributes:
+        arm: Ratings, predictions and user codes (always given) of its labeled and unlabeled
+            sessions, weights when reweighted.
+        rows: Table rows of the labeled sessions (the feature tests).
+        rows_unl: Table rows of the unlabeled sessions.
+    """
+
+    arm: Arm
     rows: pd.DataFrame
     rows_unl: pd.DataFrame
-    w: np.ndarray | None = None
 
 
 def arm_data(table: SessionTable, preds: np.ndarray, study: CaseStudy, condition: str,
@@ -120,9 +118,9 @@ def arm_data(table: SessionTable, preds: np.ndarray, study: CaseStudy, condition
     lab = table.labeled if hidden is None else table.labeled & ~hidden
     m_l, m_u = arm & lab, arm & ~lab
     return ArmData(
-        y=frame["rating"].to_numpy(float)[m_l], f=preds[m_l], users=user_codes[m_l],
-        f_unl=preds[m_u], users_unl=user_codes[m_u], rows=frame.loc[m_l],
-        rows_unl=frame.loc[m_u])
+        Arm(y=frame["rating"].to_numpy(float)[m_l], f=preds[m_l], f_unl=preds[m_u],
+            users=user_codes[m_l], users_unl=user_codes[m_u]),
+        rows=frame.loc[m_l], rows_unl=frame.loc[m_u])
 
 
 def compare(control: ArmData, treatment: ArmData, settings: InferenceSettings,
@@ -132,14 +130,11 @@ def compare(control: ArmData, treatment: ArmData, settings: InferenceSettings,
     ``rules``: ``cr2`` / ``lambda_noise`` of :func:`compare_arms` (both on unless given; the
     monitor's cumulative looks use neither).
     """
-    kw = {}
-    if settings.clusters:
-        kw = {"clusters_c": control.users, "clusters_t": treatment.users,
-              "clusters_unl_c": control.users_unl, "clusters_unl_t": treatment.users_unl}
-    if control.w is not None and treatment.w is not None:
-        kw.update(w_c=control.w, w_t=treatment.w)
-    return compare_arms(control.y, control.f, control.f_unl, treatment.y, treatment.f,
-                        treatment.f_unl, alpha=settings.alpha, **kw, **rules)
+    arms = [a.arm if settings.clusters else replace(a.arm, users=None, users_unl=None)
+            for a in (control, treatment)]
+    if arms[0].w is None or arms[1].w is None:
+        arms = [replace(a, w=None) for a in arms]
+    return compare_arms(arms[0], arms[1], alpha=settings.alpha, **rules)
 
 
 def word_count_name(column: str) -> str:
@@ -182,8 +177,8 @@ def analyse(table: SessionTable, preds: np.ndarray, study: CaseStudy,
         comparison = compare(control, treatment, settings)
     except PulseError as exc:
         raise PulseError(f"{table.path}: case study '{study.name}': {exc}") from exc
-    p_naive = permutation_pvalue(control.y, treatment.y, n_permutations=settings.n_permutations,
-                                 seed=settings.seed)
+    p_naive = permutation_pvalue(control.arm.y, treatment.arm.y,
+                                 n_permutations=settings.n_permutations, seed=settings.seed)
     declared = table.features.kinds
     kinds = feature_test_kinds(declared)
     feats = compare_features(feature_test_columns(control.rows, declared),
@@ -218,8 +213,9 @@ def analyse(table: SessionTable, preds: np.ndarray, study: CaseStudy,
                            pd.DataFrame(rows), rand, notes)
 
 
-def _prediction_shift_row(arm: ArmData) -> tuple[dict, str]:
+def _prediction_shift_row(data: ArmData) -> tuple[dict, str]:
     """The arm's labeled-vs-unlabeled prediction shift, or NaNs and why it was skipped."""
+    arm = data.arm
     if arm.f.size >= 2 and arm.f_unl.size >= 2:
         return asdict(prediction_shift(arm.f, arm.f_unl)), ""
     nan = float("nan")
@@ -266,7 +262,8 @@ def _reweighted(table: SessionTable, study: CaseStudy, control: ArmData, treatme
     out = []
     for mask, arm in zip(rows, (control, treatment), strict=True):
         local = mask[in_study]
-        out.append(replace(arm, w=inverse_propensity_weights(p[local], labeled[local])))
+        w = inverse_propensity_weights(p[local], labeled[local])
+        out.append(replace(arm, arm=replace(arm.arm, w=w)))
     return out[0], out[1]
 
 
@@ -276,12 +273,12 @@ def _check_arms(path: str, study: CaseStudy, control: ArmData, treatment: ArmDat
     for role, arm, cond in (("control", control, study.control),
                             ("treatment", treatment, study.treatment)):
         where = f"{path}: case study '{study.name}', {role} arm '{cond}'"
-        if arm.f_unl.size == 0:
+        if arm.arm.f_unl.size == 0:
             raise PulseError(f"{where} has no unlabeled session: prediction-powered inference "
                              "needs unlabeled sessions to add information (with every session "
                              "rated, the naive estimate is the answer). Leave this case study "
                              "out with case_studies=[...] or add its unrated sessions.")
-        users = np.unique(arm.users)  # the labeled users carry the variance
+        users = np.unique(arm.arm.users)  # the labeled users carry the variance
         if settings.clusters and users.size < 2:
             raise PulseError(f"{where}: all its labeled sessions belong to one user, so a "
                              "cluster-robust interval is impossible (unlabeled sessions of "

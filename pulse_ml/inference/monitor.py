@@ -2,16 +2,11 @@
 
 Pure with respect to I/O: takes a validated :class:`SessionTable` and one honest prediction per
 session (:func:`pulse_ml.inference.honest.honest_data`), builds the calendar of looks and the
-per-session arrays, and calls :func:`pulse_ml.stats.sequential.monitor_effect` once for all case
-studies (``groups``). The ``monitor`` job writes what this returns.
+per-session arrays, and calls :func:`pulse_ml.stats.sequential.monitor.monitor_effect` once for
+all case studies (``groups``). The ``monitor`` job writes what this returns.
 
-The calendar. A look has a cutoff instant: the sessions that started before it are visible
-(their ratings arrive with them). Day d of a case study is the UTC calendar day d counted from
-the day of its first session (day 1); the look "on day d" has its cutoff at the end of that
-day. Looks are, per case study, every day from day 1 to the day of its last session (default),
-the given day numbers (``looks=[1, 7, 14, 21]``), or given dates (``looks=[2025-06-08, ...]``,
-the same calendar for every case study; a date means the end of that day, a time of day the
-instant itself). Sessions after the last look are left out.
+The calendar of looks (day numbers, dates, cutoffs) is in :mod:`.monitor_looks`; the terminal
+view in :mod:`.monitor_text`.
 
 Notes:
     The sequence's guarantee needs predictions that did not see the monitored ratings: the
@@ -38,13 +33,14 @@ References:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from pulse_ml.errors import PulseError
+from pulse_ml.inference.monitor_looks import DAY, LookSpec, iso, look_cutoffs
 from pulse_ml.inference.monitor_warnings import few_effective_users, time_drift
 from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.table import (
@@ -53,14 +49,12 @@ from pulse_ml.sessions.table import (
     study_arms,
 )
 from pulse_ml.sessions.time_checks import require_plausible_times
-from pulse_ml.stats.sequential import MonitorResult, monitor_effect
+from pulse_ml.stats.sequential.monitor import MonitorResult, monitor_effect
 
-DAY = pd.Timedelta(days=1)
 # Options of the ``lambda_rule`` setting (value -> meaning).
 LAMBDA_RULES = {"joint": "both lambdas minimize the effect's variance (users in both arms), "
                           "then shrunk to the narrowest printed interval, as infer",
                 "arm": "each arm's own optimum (no shrinking)"}
-ESTIMATOR_NAMES = {"naive": "naive", "augmented": "PPI++"}
 FRAME_COLUMNS = [
     "case_study", "look", "day", "at", "estimator", "n_labeled", "n_unlabeled", "effect", "se",
     "df", "ci_lower", "ci_upper", "cs_lower", "cs_upper", "lambda_control", "lambda_treatment",
@@ -70,93 +64,6 @@ STOP_COLUMNS = [
     "case_study", "estimator", "band", "conclusive", "look", "day", "at", "n_labeled",
     "n_unlabeled", "effect", "lower", "upper",
 ]
-
-
-@dataclass(frozen=True)
-class LookSpec:
-    """Which looks to take: daily (both empty), day numbers, or cutoff instants.
-
-    Attributes:
-        days: 1-based day numbers of each case study (the look at the end of day d).
-        cutoffs: Cutoff instants (UTC) shared by every case study.
-        day_like: Per cutoff, whether it was given as a date (its day begins a day earlier).
-    """
-
-    days: tuple[int, ...] = ()
-    cutoffs: tuple[pd.Timestamp, ...] = ()
-    day_like: tuple[bool, ...] = ()
-
-    @property
-    def daily(self) -> bool:
-        """True for the default calendar (every day of each case study)."""
-        return not self.days and not self.cutoffs
-
-    def describe(self) -> str:
-        """The calendar in words (for logs and files)."""
-        if self.days:
-            return "days " + ", ".join(str(d) for d in self.days)
-        if self.cutoffs:
-            return "cutoffs " + ", ".join(_iso(c) for c in self.cutoffs)
-        return "daily"
-
-
-def parse_looks(value: object) -> LookSpec:
-    """Read the ``looks`` setting: ``daily``, increasing day numbers, or increasing dates.
-
-    Args:
-        value: ``None``/``"daily"``, or a list (or comma-separated string) of positive day
-            numbers or of ISO 8601 dates/instants (no offset = UTC).
-
-    Returns:
-        The calendar.
-
-    Raises:
-        PulseError: a value that is neither, a mix of both, or values that do not increase.
-    """
-    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "daily")):
-        return LookSpec()
-    items = value.split(",") if isinstance(value, str) else list(value)  # type: ignore[arg-type]
-    items = [str(v).strip() for v in items if str(v).strip()]
-    if not items:
-        return LookSpec()
-    hint = ("Use looks=daily, day numbers (looks=[1,7,14,21]) or dates "
-            "(looks=[2025-06-08,2025-06-15]).")
-    if all(v.isdigit() for v in items):
-        days = tuple(int(v) for v in items)
-        if days[0] < 1:
-            raise PulseError(f"pulse-ml monitor: looks={_show(items)}: day numbers start at 1 "
-                             f"(the case study's first day). {hint}")
-        _increasing(days, items, hint)
-        return LookSpec(days=days)
-    cutoffs, day_like = [], []
-    for v in items:
-        if v.isdigit():
-            raise PulseError(f"pulse-ml monitor: looks={_show(items)} mixes day numbers and "
-                             f"dates. {hint}")
-        try:
-            ts = pd.Timestamp(v)
-        except (TypeError, ValueError):
-            raise PulseError(f"pulse-ml monitor: looks: {v!r} is neither a day number nor a "
-                             f"date. {hint}") from None
-        if ts is pd.NaT:
-            raise PulseError(f"pulse-ml monitor: looks: {v!r} is not a date. {hint}")
-        ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
-        date_only = len(v) <= 10
-        cutoffs.append(ts + DAY if date_only else ts)
-        day_like.append(date_only)
-    _increasing(cutoffs, items, hint)
-    return LookSpec(cutoffs=tuple(cutoffs), day_like=tuple(day_like))
-
-
-def _show(items: Sequence[str]) -> str:
-    return "[" + ",".join(items) + "]"
-
-
-def _increasing(values: Sequence, items: Sequence[str], hint: str) -> None:
-    for k in range(1, len(values)):
-        if not values[k] > values[k - 1]:
-            raise PulseError(f"pulse-ml monitor: looks={_show(items)} must be increasing, but "
-                             f"{items[k]!r} comes after {items[k - 1]!r}. {hint}")
 
 
 @dataclass(frozen=True)
@@ -252,10 +159,6 @@ class Monitoring:
     warnings: tuple[str, ...] = ()
 
 
-def _iso(ts: pd.Timestamp) -> str:
-    return ts.tz_convert("UTC").strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _now(now: pd.Timestamp | None) -> pd.Timestamp:
     ts = pd.Timestamp.now(tz="UTC") if now is None else pd.Timestamp(now)
     return ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
@@ -306,12 +209,12 @@ def monitor_data(table: SessionTable, predictions: np.ndarray,
     for g, study in enumerate(studies):
         lo, hi = bounds[g], bounds[g + 1]
         first = times[lo:hi].min().floor("D")
-        cut = _cutoffs(settings.looks, first, times[lo:hi].max(), now, study.name)
+        cut = look_cutoffs(settings.looks, first, times[lo:hi].max(), now, study.name)
         look[lo:hi] = np.searchsorted(cut.as_unit("us").asi8, micros[lo:hi], side="right")
         n_out = int((look[lo:hi] >= len(cut)).sum())
         if n_out == hi - lo:
             raise PulseError(f"{table.path}: case study '{study.name}' has no session before "
-                             f"its last look ({_iso(cut[-1])}). Choose later looks.")
+                             f"its last look ({iso(cut[-1])}). Choose later looks.")
         firsts.append(first)
         cutoffs.append(cut)
         dropped.append(n_out)
@@ -329,31 +232,6 @@ def monitor_data(table: SessionTable, predictions: np.ndarray,
         cutoffs=tuple(cutoffs), dropped=tuple(dropped))
     _check_arms(table.path, data, settings)
     return data
-
-
-def _cutoffs(spec: LookSpec, first: pd.Timestamp, last: pd.Timestamp, now: pd.Timestamp,
-             name: str) -> pd.DatetimeIndex:
-    """Cutoff instants of one case study's looks (refusing looks that begin after ``now``)."""
-    if spec.daily:
-        n_days = int((last - first) // DAY) + 1
-        return pd.DatetimeIndex([first + (d + 1) * DAY for d in range(n_days)])
-    if spec.days:
-        cut = pd.DatetimeIndex([first + d * DAY for d in spec.days])
-        begins = cut - DAY
-        labels = [f"day {d}" for d in spec.days]
-    else:
-        cut = pd.DatetimeIndex(list(spec.cutoffs))
-        begins = pd.DatetimeIndex([c - DAY if dl else c for c, dl in
-                                   zip(spec.cutoffs, spec.day_like, strict=True)])
-        labels = [_iso(c) for c in spec.cutoffs]
-    late = np.flatnonzero(begins > now)
-    if late.size:
-        shown = ", ".join(labels[i] for i in late[:3])
-        raise PulseError(f"pulse-ml monitor: looks in the future for case study '{name}' "
-                         f"({shown}; now is {_iso(now)}): a look needs data that exists. Drop "
-                         "them, and set horizon_days to the planned length of the test "
-                         "instead (e.g. horizon_days=28).")
-    return cut
 
 
 def _check_arms(path: str, data: MonitorData, settings: MonitorSettings) -> None:
@@ -446,7 +324,7 @@ def monitor(table: SessionTable, predictions: np.ndarray,
         targets[study.name] = (
             f"sequence tightest at {t_star[g]:.0f} labels: the planned horizon of "
             f"{settings.horizon_days:g} days at the label rate up to the burn-in look "
-            f"({clock} labels in {days[g, k0]:.4g} days, by {_iso(data.cutoffs[g][k0])}); later "
+            f"({clock} labels in {days[g, k0]:.4g} days, by {iso(data.cutoffs[g][k0])}); later "
             "data never move it")
     if (result.burn_in_look > 0).any():
         notes.append(f"intervals start at the burn-in look, when each arm has "
@@ -466,7 +344,7 @@ def _calendar(data: MonitorData, group: np.ndarray, look: np.ndarray) -> tuple[l
     for g, k in zip(group, look, strict=True):
         cut = data.cutoffs[g][k]
         days.append(int(math.ceil((cut - data.first_day[g]) / DAY)))
-        at.append(_iso(cut))
+        at.append(iso(cut))
     return days, at
 
 
@@ -503,59 +381,3 @@ def _stop_frame(stops: pd.DataFrame, data: MonitorData) -> pd.DataFrame:
     return out
 
 
-def _fmt(x: float, digits: int = 3) -> str:
-    return "" if not np.isfinite(x) else f"{x:+.{digits}f}"
-
-
-def _band(lo: float, hi: float) -> str:
-    return "" if not (np.isfinite(lo) and np.isfinite(hi)) else f"{lo:+.3f},{hi:+.3f}"
-
-
-def printable(frame: pd.DataFrame, case_study: str) -> pd.DataFrame:
-    """One case study's looks for the terminal (fits 100 columns): both estimators side by side.
-
-    Columns: day, labels, unlabeled, then for naive and PPI++ the effect, the fixed 95% CI and
-    the confidence sequence (``lower,upper``; empty before the burn-in).
-    """
-    sub = frame[frame["case_study"] == case_study]
-    naive = sub[sub["estimator"] == "naive"].reset_index(drop=True)
-    aug = sub[sub["estimator"] == "augmented"].reset_index(drop=True)
-    out = pd.DataFrame({"day": naive["day"].astype(np.int64),
-                        "labels": naive["n_labeled"].astype(np.int64),
-                        "unlabeled": naive["n_unlabeled"].astype(np.int64)})
-    for name, part in (("naive", naive), ("PPI++", aug)):
-        out[name] = [_fmt(v) for v in part["effect"]]
-        out[f"{name} CI"] = [_band(lo, hi) for lo, hi in zip(part["ci_lower"], part["ci_upper"],
-                                                               strict=True)]
-        out[f"{name} CS"] = [_band(lo, hi) for lo, hi in zip(part["cs_lower"], part["cs_upper"],
-                                                               strict=True)]
-    return out
-
-
-def stop_lines(stops: pd.DataFrame, frame: pd.DataFrame, case_study: str) -> list[str]:
-    """Sentences on the first conclusive look of each estimator's sequence (and the peeking).
-
-    E.g. ``PPI++ sequence: conclusive on day 9 with 212 labels (effect +0.210, sequence
-    +0.012 to +0.408)``.
-    """
-    sub = stops[stops["case_study"] == case_study]
-    last = frame[frame["case_study"] == case_study]
-    last_day = int(last["day"].max())
-    lines = []
-    for est in ("naive", "augmented"):
-        name = ESTIMATOR_NAMES[est]
-        row = sub[(sub["estimator"] == est) & (sub["band"] == "sequence")].iloc[0]
-        if bool(row["conclusive"]):
-            lines.append(f"{name} sequence: conclusive on day {int(row['day'])} with "
-                         f"{int(row['n_labeled'])} labels (effect {_fmt(row['effect'])}, "
-                         f"sequence {_fmt(row['lower'])} to {_fmt(row['upper'])})")
-        else:
-            end = last[last["estimator"] == est].iloc[-1]
-            lines.append(f"{name} sequence: not conclusive by day {last_day} "
-                         f"({int(end['n_labeled'])} labels; sequence {_fmt(end['cs_lower'])} "
-                         f"to {_fmt(end['cs_upper'])})")
-    peek = sub[(sub["estimator"] == "naive") & (sub["band"] == "fixed")].iloc[0]
-    if bool(peek["conclusive"]):
-        lines.append(f"(the naive fixed 95% CI first excluded 0 on day {int(peek['day'])}: "
-                     "acting on a daily-peeked fixed interval inflates false positives)")
-    return lines

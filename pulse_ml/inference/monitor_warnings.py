@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from pulse_ml.stats.sequential import DRIFT_WARN_SE, MIN_EFFECTIVE_UNITS, MonitorResult
+from pulse_ml.inference.monitor_looks import DAY
+from pulse_ml.stats.sequential.monitor import MonitorResult
+from pulse_ml.stats.sequential.small_sample import DRIFT_WARN_SE, MIN_EFFECTIVE_UNITS
 
 if TYPE_CHECKING:
     from pulse_ml.inference.monitor import MonitorData
-
-DAY = pd.Timedelta(days=1)
 
 
 def _last_rows(result: MonitorResult, data: MonitorData, g: int) -> tuple[pd.Series, pd.Series,

@@ -8,7 +8,7 @@ data and said), refuses data that contradict it, runs
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -63,7 +63,8 @@ def resolve_unit(path: str, study: CaseStudy, control: ArmData, treatment: ArmDa
     Raises:
         PulseError: Declared ``user`` while some user has sessions in both arms.
     """
-    users = [np.unique(np.concatenate([a.users, a.users_unl])) for a in (control, treatment)]
+    users = [np.unique(np.concatenate([a.arm.users, a.arm.users_unl]))
+             for a in (control, treatment)]
     shared = np.intersect1d(users[0], users[1])
     fix = f"conf/catalog/case_studies/{study.name}.yaml"
     if study.randomization_unit == "user":
@@ -99,22 +100,20 @@ def randomize(path: str, study: CaseStudy, control: ArmData, treatment: ArmData,
     if unit == "user":
         for role, arm, cond in (("control", control, study.control),
                                 ("treatment", treatment, study.treatment)):
-            n_users = np.unique(arm.users).size
+            n_users = np.unique(arm.arm.users).size
             if n_users < 2:
                 raise PulseError(
                     f"{_where(path, study)}, {role} arm '{cond}': {n_users} labeled user(s); "
                     "randomization inference re-randomizes users and needs ratings from at "
                     "least 2 users per arm. Collect ratings from more users, or run "
                     "inference=asymptotic, or leave the case study out with case_studies=[...].")
-        units = {"units_c": control.users, "units_t": treatment.users,
-                 "units_unl_c": control.users_unl, "units_unl_t": treatment.users_unl}
+        arms = [control.arm, treatment.arm]
     else:
-        units = {}
+        arms = [replace(a.arm, users=None, users_unl=None) for a in (control, treatment)]
     try:
         res = randomization_inference(
-            control.y, control.f, control.f_unl, treatment.y, treatment.f, treatment.f_unl,
-            **units, alpha=alpha, n_permutations=settings.n_permutations, seed=settings.seed,
-            statistic=settings.statistic)
+            arms[0], arms[1], alpha=alpha, n_permutations=settings.n_permutations,
+            seed=settings.seed, statistic=settings.statistic)
     except PulseError as exc:
         raise PulseError(f"{_where(path, study)}: {exc} Fix the data or run "
                          "inference=asymptotic.") from exc
@@ -136,10 +135,10 @@ def few_users_warning(control: ArmData, treatment: ArmData, running: bool) -> st
         treatment: Treatment arm data.
         running: Whether randomization inference is already being run.
     """
-    eff = [kish_effective_units(a.users) for a in (control, treatment)]
+    eff = [kish_effective_units(a.arm.users) for a in (control, treatment)]
     if min(eff) >= KISH_MIN:
         return None
-    counts = [np.unique(a.users).size for a in (control, treatment)]
+    counts = [np.unique(a.arm.users).size for a in (control, treatment)]
     said = (f"only {eff[0]:.1f} (control) and {eff[1]:.1f} (treatment) effective labeled users "
             f"(Kish; {counts[0]} and {counts[1]} users gave ratings), below {KISH_MIN}: the "
             "asymptotic interval may be too narrow")

@@ -44,15 +44,9 @@ from pulse_ml.config import Node, choice, flag, names, number
 from pulse_ml.errors import PulseError
 from pulse_ml.inference.effects import CLUSTER_MODES
 from pulse_ml.inference.honest import PREDICTION_MODES, honest_data
-from pulse_ml.inference.monitor import (
-    LAMBDA_RULES,
-    Monitoring,
-    MonitorSettings,
-    monitor,
-    parse_looks,
-    printable,
-    stop_lines,
-)
+from pulse_ml.inference.monitor import LAMBDA_RULES, Monitoring, MonitorSettings, monitor
+from pulse_ml.inference.monitor_looks import parse_looks
+from pulse_ml.inference.monitor_text import printable, stop_lines
 from pulse_ml.names import write_csv
 from pulse_ml.report.html import run_identity
 from pulse_ml.report.tables import say, text_table

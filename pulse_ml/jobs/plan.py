@@ -59,7 +59,8 @@ class Design:
 def run(cfg):
     """Entry point of ``pulse-ml plan``."""
     from pulse_ml.registry import models
-    from pulse_ml.stats import labels_needed, theoretical_width_ratio
+    from pulse_ml.stats.arm_effect import theoretical_width_ratio
+    from pulse_ml.stats.power import labels_needed
 
     require(cfg, "effect", "plan")
     effect = number(cfg, "effect", "plan")
@@ -144,7 +145,7 @@ def design_settings(cfg) -> Design:
                       kappa or 0.0, shared or 0.0)
     from pulse_ml.config import require_data_path
     from pulse_ml.sessions.readers import read_frame
-    from pulse_ml.stats import arm_design, design_effect
+    from pulse_ml.stats.power import arm_design, design_effect
 
     path = require_data_path(cfg, "plan")
     frame = read_frame(path)
@@ -223,7 +224,7 @@ def monitoring(volumes: dict, effect: float, sd: float, rho: float, alpha: float
         The :class:`~pulse_ml.stats.sequential.MonitorPlan`.
     """
     from pulse_ml.report.tables import say, text_table
-    from pulse_ml.stats.sequential import plan_monitoring
+    from pulse_ml.stats.sequential.planning import plan_monitoring
 
     daily, daily_unl, days = volumes["daily"], volumes["daily_unl"], volumes["days"]
     target, deff = volumes["target"], volumes["deff"]

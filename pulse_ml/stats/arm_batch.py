@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
 from pulse_ml.stats import effect_engine as engine
-from pulse_ml.stats.arm_inputs import cluster_codes
+from pulse_ml.stats.arm_inputs import Arm, cluster_codes
 from pulse_ml.stats.cluster_lin import kish_sums, labeled_cluster_lin
 from pulse_ml.stats.cluster_moments import session_moments
 
@@ -49,20 +49,10 @@ class BatchComparison:
 
 
 def compare_batch(
-    y_c: ArrayLike,
-    f_c: ArrayLike,
-    f_unl_c: ArrayLike,
-    y_t: ArrayLike,
-    f_t: ArrayLike,
-    f_unl_t: ArrayLike,
+    control: Arm,
+    treatment: Arm,
     alpha: float = 0.05,
-    clusters_c: ArrayLike | None = None,
-    clusters_t: ArrayLike | None = None,
-    clusters_unl_c: ArrayLike | None = None,
-    clusters_unl_t: ArrayLike | None = None,
     *,
-    w_c: ArrayLike | None = None,
-    w_t: ArrayLike | None = None,
     small_sample: bool = True,
     lam_mode: str = "joint",
     cr2: bool = True,
@@ -70,24 +60,15 @@ def compare_batch(
 ) -> BatchComparison:
     """:func:`compare_arms` for R data sets of one design in one vectorized pass.
 
-    The value arrays have shape (R, n) (a 1-D array is one data set); cluster ids are shared by
-    the R data sets, shape (n,). No refusals or warnings: rows that :func:`compare_arms` would
-    refuse come out as NaN or zero-width. Meant for simulations (coverage, power, benchmarks).
+    The arms' value arrays (``y``, ``f``, ``f_unl``) have shape (R, n) (a 1-D array is one data
+    set); user ids are shared by the R data sets, shape (n,); weights have shape (R, n) or
+    (n,). No refusals or warnings: rows that :func:`compare_arms` would refuse come out as NaN
+    or zero-width. Meant for simulations (coverage, power, benchmarks).
 
     Args:
-        y_c: Control ratings, shape (R, n_c).
-        f_c: Control predictions of labeled sessions, shape (R, n_c).
-        f_unl_c: Control predictions of unlabeled sessions, shape (R, N_c).
-        y_t: Treatment ratings, shape (R, n_t).
-        f_t: Treatment predictions of labeled sessions, shape (R, n_t).
-        f_unl_t: Treatment predictions of unlabeled sessions, shape (R, N_t).
+        control: The control arm (values (R, n_c) and (R, N_c)).
+        treatment: The treatment arm.
         alpha: Error level.
-        clusters_c: Cluster ids of the labeled control sessions, shape (n_c,).
-        clusters_t: Cluster ids of the labeled treatment sessions.
-        clusters_unl_c: Cluster ids of the unlabeled control sessions.
-        clusters_unl_t: Cluster ids of the unlabeled treatment sessions.
-        w_c: Labeled control weights, shape (R, n_c) or (n_c,).
-        w_t: Labeled treatment weights.
         small_sample: As in :func:`compare_arms`.
         lam_mode: As in :func:`compare_arms`.
         cr2: As in :func:`compare_arms`.
@@ -97,12 +78,13 @@ def compare_batch(
         The batch of comparisons.
     """
     vals = [np.atleast_2d(np.asarray(v, dtype=np.float64)) for v in
-            (y_c, f_c, f_unl_c, y_t, f_t, f_unl_t)]
+            (control.y, control.f, control.f_unl, treatment.y, treatment.f, treatment.f_unl)]
     yc, fc, fuc, yt, ft, fut = vals
-    keys = [clusters_c, clusters_unl_c, clusters_t, clusters_unl_t]
+    keys = [control.users, control.users_unl, treatment.users, treatment.users_unl]
     names = ["clusters_c", "clusters_unl_c", "clusters_t", "clusters_unl_t"]
     sizes = [yc.shape[1], fuc.shape[1], yt.shape[1], fut.shape[1]]
     (cl_c, cu_c, cl_t, cu_t), n_codes = cluster_codes(keys, sizes, names)
+    w_c, w_t = control.w, treatment.w
     weighted = w_c is not None or w_t is not None
     wc = np.broadcast_to(np.ones(1) if w_c is None else np.asarray(w_c, float), yc.shape)
     wt = np.broadcast_to(np.ones(1) if w_t is None else np.asarray(w_t, float), yt.shape)

@@ -49,12 +49,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
 from pulse_ml.stats import arm_notes
 from pulse_ml.stats import effect_engine as engine
-from pulse_ml.stats.arm_batch import BatchComparison, compare_batch
-from pulse_ml.stats.arm_inputs import arm_arrays, cluster_codes, weights_or_ones
+from pulse_ml.stats.arm_inputs import Arm, arm_arrays, cluster_codes, weights_or_ones
 from pulse_ml.stats.arm_notes import (
     MIN_LABELS,
     MIN_UNLABELED,
@@ -73,11 +72,8 @@ __all__ = [
     "MIN_UNLABELED",
     "MIN_UNLABELED_USERS",
     "ArmComparison",
-    "BatchComparison",
     "Estimate",
     "compare_arms",
-    "compare_batch",
-    "cluster_codes",
     "theoretical_width_ratio",
 ]
 
@@ -229,20 +225,10 @@ def _legacy_iid(yc, fc, fuc, yt, ft, fut, alpha: float) -> ArmComparison:
 
 
 def compare_arms(
-    y_c: ArrayLike,
-    f_c: ArrayLike,
-    f_unl_c: ArrayLike,
-    y_t: ArrayLike,
-    f_t: ArrayLike,
-    f_unl_t: ArrayLike,
+    control: Arm,
+    treatment: Arm,
     alpha: float = 0.05,
-    clusters_c: ArrayLike | None = None,
-    clusters_t: ArrayLike | None = None,
-    clusters_unl_c: ArrayLike | None = None,
-    clusters_unl_t: ArrayLike | None = None,
     *,
-    w_c: ArrayLike | None = None,
-    w_t: ArrayLike | None = None,
     small_sample: bool = True,
     lam_mode: str = "joint",
     cr2: bool = True,
@@ -250,30 +236,21 @@ def compare_arms(
 ) -> ArmComparison:
     """Compare treatment with control: naive and PPI++ effect with intervals.
 
-    Formulas: see the module docstring and :func:`pulse_ml.stats.effect_engine.solve`. When any
-    cluster argument is given the variances are cluster-robust by user; samples whose cluster
-    argument is ``None`` are one cluster per session. Integer cluster codes are much faster than
-    strings to factorize.
+    Formulas: see the module docstring and :func:`pulse_ml.stats.effect_engine.solve`. When an
+    arm has user ids (``users`` or ``users_unl``) the variances are cluster-robust by user;
+    samples without ids are one cluster per session. Integer user codes are much faster than
+    strings to factorize. Weights (``w``, e.g. inverse labeling propensities from
+    :func:`pulse_ml.inference.propensity.crossfit_propensity`) switch to shift-aware PPI++ (see
+    module docstring); missing weights of the other arm are 1.
 
     Args:
-        y_c: Control ratings of labeled sessions, shape (n_c,).
-        f_c: Predictions for those sessions (honest: out-of-fold), shape (n_c,).
-        f_unl_c: Predictions for unlabeled control sessions, shape (N_c,).
-        y_t: Treatment ratings, shape (n_t,).
-        f_t: Predictions for labeled treatment sessions, shape (n_t,).
-        f_unl_t: Predictions for unlabeled treatment sessions, shape (N_t,).
+        control: The control arm: labeled ratings and predictions (n_c,), unlabeled
+            predictions (N_c,), optional user ids and weights.
+        treatment: The treatment arm (user ids share one id space with the control's).
         alpha: Error level of the two-sided intervals.
-        clusters_c: Cluster (user) ids of the labeled control sessions.
-        clusters_t: Cluster ids of the labeled treatment sessions.
-        clusters_unl_c: Cluster ids of the unlabeled control sessions.
-        clusters_unl_t: Cluster ids of the unlabeled treatment sessions.
-        w_c: Weights of the labeled control sessions (e.g. inverse labeling propensities from
-            :func:`pulse_ml.stats.propensity.crossfit_propensity`); switches to shift-aware
-            PPI++ (see module docstring). Missing weights of the other arm are 1.
-        w_t: Weights of the labeled treatment sessions.
         small_sample: Apply the small-sample rules (default). ``False`` gives the asymptotic
             formulas (ddof 0, normal quantiles); with ``lam_mode="per_arm"`` and neither
-            clusters nor weights they equal ppi_py exactly.
+            users nor weights they equal ppi_py exactly.
         lam_mode: ``"joint"`` (default) or ``"per_arm"`` lambda choice.
         cr2: With the small-sample rules, CR2 (leverage-scaled) cluster sums instead of CR1's
             common factor (equal for i.i.d. unweighted sessions). ``False`` gives the cumulative
@@ -292,24 +269,25 @@ def compare_arms(
     if lam_mode not in LAM_MODES:
         raise ValueError(f"lam_mode must be one of {LAM_MODES}, got {lam_mode!r}")
     z_two_sided(alpha)  # validates alpha
-    yc, fc, fuc = arm_arrays(y_c, f_c, f_unl_c, "c")
-    yt, ft, fut = arm_arrays(y_t, f_t, f_unl_t, "t")
-    keys = [clusters_c, clusters_unl_c, clusters_t, clusters_unl_t]
+    yc, fc, fuc = arm_arrays(control.y, control.f, control.f_unl, "c")
+    yt, ft, fut = arm_arrays(treatment.y, treatment.f, treatment.f_unl, "t")
+    keys = [control.users, control.users_unl, treatment.users, treatment.users_unl]
     clustered = any(k is not None for k in keys)
-    weighted = w_c is not None or w_t is not None
+    weighted = control.w is not None or treatment.w is not None
     names = ["clusters_c", "clusters_unl_c", "clusters_t", "clusters_unl_t"]
     sizes = [yc.size, fuc.size, yt.size, fut.size]
     # Unlabeled samples without cluster ids are one cluster per session: session_moments
     # takes them in two passes without codes (an arange of 10^6 codes costs more than that).
-    singleton = (clusters_unl_c is None, clusters_unl_t is None)
+    singleton = (control.users_unl is None, treatment.users_unl is None)
     code_sizes = [0 if single else n for single, n in
                   zip((False, singleton[0], False, singleton[1]), sizes, strict=True)]
     (cl_c, cu_c, cl_t, cu_t), n_codes = cluster_codes(keys, code_sizes, names)
-    refuse_arm(yc, cl_c, clusters_c, "control")
-    refuse_arm(yt, cl_t, clusters_t, "treatment")
+    refuse_arm(yc, cl_c, control.users, "control")
+    refuse_arm(yt, cl_t, treatment.users, "treatment")
     if not (small_sample or clustered or weighted) and lam_mode == "per_arm":
         return _legacy_iid(yc, fc, fuc, yt, ft, fut, alpha)
-    wc, wt = weights_or_ones(w_c, yc.size, "w_c"), weights_or_ones(w_t, yt.size, "w_t")
+    wc = weights_or_ones(control.w, yc.size, "w_c")
+    wt = weights_or_ones(treatment.w, yt.size, "w_t")
     # Center by constants common to both arms: effects are unchanged, sums lose cancellation.
     cy, cf = float(np.concatenate([yc, yt]).mean()), float(np.concatenate([fc, ft]).mean())
     arms = [

@@ -1,6 +1,8 @@
-"""Inputs of an arm comparison: value vectors, weights and shared integer cluster codes."""
+"""Inputs of an arm comparison: the arm type, value vectors, weights and shared cluster codes."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -9,7 +11,37 @@ from numpy.typing import ArrayLike, NDArray
 from pulse_ml.errors import PulseError
 from pulse_ml.stats.ppi import as_vector, normalize_weights
 
-__all__ = ["cluster_codes"]
+__all__ = ["Arm", "cluster_codes"]
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm of an A/B comparison: its labeled and unlabeled sessions.
+
+    The one arm type of the comparisons (:func:`~pulse_ml.stats.arm_effect.compare_arms`,
+    :func:`~pulse_ml.stats.arm_batch.compare_batch`), randomization inference and the audits
+    (:mod:`~pulse_ml.stats.split_half`, :mod:`~pulse_ml.stats.half_checks`,
+    :mod:`~pulse_ml.stats.consistency`).
+
+    Attributes:
+        y: Ratings of the labeled sessions, shape (n,) (``compare_batch``: (R, n)).
+        f: Honest (out-of-fold) predictions of the labeled sessions, shape as ``y``.
+        f_unl: Predictions of the unlabeled sessions, shape (N,) (``compare_batch``: (R, N)).
+        users: User ids of the labeled sessions, shape (n,): the variance clusters of the
+            comparisons, the randomized units of randomization inference, the split units of
+            the audits (which need them). ``None``: every session is its own cluster.
+        users_unl: User ids of the unlabeled sessions, shape (N,); ``None``: one cluster per
+            session.
+        w: Weights of the labeled sessions (e.g. inverse labeling propensities: shift-aware
+            PPI++); ``None``: all 1. Randomization inference does not use them.
+    """
+
+    y: ArrayLike
+    f: ArrayLike
+    f_unl: ArrayLike
+    users: ArrayLike | None = None
+    users_unl: ArrayLike | None = None
+    w: ArrayLike | None = None
 
 
 def arm_arrays(

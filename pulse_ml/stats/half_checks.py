@@ -65,7 +65,9 @@ from numpy.typing import NDArray
 from scipy.stats import t as student_t
 
 from pulse_ml.stats import effect_engine as engine
+from pulse_ml.stats import half_moments as hm
 from pulse_ml.stats import split_half as sh
+from pulse_ml.stats.arm_inputs import Arm
 from pulse_ml.stats.ppi import z_two_sided
 
 __all__ = ["BiasCheck", "HalvesAudit", "audit_halves"]
@@ -120,7 +122,7 @@ class HalvesAudit:
 def _units(arms: list[dict], clusters: bool) -> tuple[list, list, NDArray[np.intp]]:
     """Split units: users (strata: where they have labels), or every session (by arm, labeled)."""
     if clusters:
-        return sh._units(arms, True)
+        return hm.split_units(arms, True)
     sizes = [arms[0]["y"].size, arms[1]["y"].size, arms[0]["fu"].size, arms[1]["fu"].size]
     starts = np.concatenate([[0], np.cumsum(sizes)])
     codes = [starts[i] + np.arange(sizes[i]) for i in range(4)]
@@ -130,10 +132,10 @@ def _units(arms: list[dict], clusters: bool) -> tuple[list, list, NDArray[np.int
 
 def _builtin_halves(arms, clustered, mask, units, opts) -> list[dict]:
     """Engine results of both halves (each half tunes its own lambda): the callable path."""
-    base, diff = sh._unit_diffs(arms, clustered, units[0], units[1], mask.shape[1], "sessions")
+    base, diff = hm.unit_diffs(arms, clustered, units[0], units[1], mask.shape[1], "sessions")
     out = []
     for half in (mask, ~mask):
-        res = engine.solve(sh._masked(base, diff, half), clustered=clustered, **opts)
+        res = engine.solve(hm.masked(base, diff, half), clustered=clustered, **opts)
         ok = (res.g_lab >= 2).all(axis=1) & (res.rating_var > 0).all(axis=1)
         out.append({"aug": (res.aug_effect, res.aug_se, res.aug_df),
                     "naive": (res.naive_effect, res.naive_se, res.naive_df), "ok": ok})
@@ -143,8 +145,8 @@ def _builtin_halves(arms, clustered, mask, units, opts) -> list[dict]:
 def full_lambda(arms: list[dict], clustered: bool, units: tuple, n_units: int,
                 opts: dict) -> NDArray[np.float64]:
     """The analysis' own lambdas (control, treatment) on all the data (engine, one solve)."""
-    base, diff = sh._unit_diffs(arms, clustered, units[0], units[1], n_units, "sessions")
-    res = engine.solve(sh._masked(base, diff, np.ones((1, n_units), bool)),
+    base, diff = hm.unit_diffs(arms, clustered, units[0], units[1], n_units, "sessions")
+    res = engine.solve(hm.masked(base, diff, np.ones((1, n_units), bool)),
                        clustered=clustered, **opts)
     return res.lam[0]
 
@@ -168,7 +170,7 @@ def _fixed_lambda_halves(arms: list[dict], clustered: bool, mask: NDArray[np.boo
     Per-cluster totals and their outer products add over the split units, so every half is a
     few matrix products.
     """
-    lab_codes, unl_codes, n_codes = sh._variance_codes(arms, clustered)
+    lab_codes, unl_codes, n_codes = hm.variance_codes(arms, clustered)
     unit_of = np.full(n_codes, -1)
     for codes, unit in zip(lab_codes + unl_codes, list(units[0]) + list(units[1]), strict=True):
         unit_of[codes] = unit
@@ -240,8 +242,8 @@ def _bias(c_a: NDArray, c_b: NDArray, df: float, level: float) -> BiasCheck:
 
 
 def audit_halves(
-    control: object,
-    treatment: object,
+    control: Arm,
+    treatment: Arm,
     *,
     clusters: bool = True,
     method: sh.Method = "augmented",
@@ -257,7 +259,7 @@ def audit_halves(
     """Variance check and bias check of an analysis on random halves (module docstring).
 
     Args:
-        control: Control arm (:class:`~pulse_ml.stats.split_half.ArmArrays` or alike).
+        control: Control arm (:class:`~pulse_ml.stats.arm_inputs.Arm`, user ids required).
         treatment: Treatment arm; user ids shared with the control arm.
         clusters: Split users (True) or single sessions (False; unlabeled sessions are split
             too, so the halves are independent).
@@ -282,18 +284,18 @@ def audit_halves(
     if isinstance(method, str) and method not in sh.METHODS:
         raise ValueError(f"method must be one of {sorted(sh.METHODS)} or a callable, got "
                          f"{method!r}")
-    arms, shift = sh._prepare(control, treatment)
+    arms, shift = hm.prepare_arms(control, treatment)
     weighted = any(not np.all(arm["w"] == 1.0) for arm in arms)
     unit_l, unit_u, strata = _units(arms, clusters)
     units = (unit_l, unit_u)
-    mask = sh._halves(np.random.default_rng(seed), strata, replications)
+    mask = hm.random_halves(np.random.default_rng(seed), strata, replications)
     naive_opts = {"weighted": weighted, "small_sample": True, "alpha": alpha}
     checks_pre: list[str] = []
     if callable(method):
         name, is_naive = getattr(method, "__name__", "callable"), False
         halves = _builtin_halves(arms, clusters, mask, units, naive_opts)
         for half, m in zip(halves, (mask, ~mask), strict=True):
-            d, se, df, ok = sh._callable(method, arms, shift, m, units, True)
+            d, se, df, ok = sh.callable_half(method, arms, shift, m, units, True)
             half["method"], half["ok"] = (d, se, df), half["ok"] & ok
     else:
         name = method

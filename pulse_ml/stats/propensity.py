@@ -4,9 +4,10 @@ Which sessions get rated is not random (the paper saw more user messages among r
 rank-biserial 0.32). If rating depends only on the features X (missing at random given X), the
 arm's mean rating is recovered by weighting each labeled session by 1 / P(labeled | X) and taking
 the prediction mean over all sessions (:func:`pulse_ml.stats.arm_effect.compare_arms` with
-``w_c`` / ``w_t``). :func:`crossfit_propensity` estimates P(labeled | X) by logistic regression,
-out of fold (each session's propensity comes from a model that did not see it, as the
-predictions do), seeded, and clipped away from 0 so no single session dominates.
+the arms' weights ``w``). :func:`pulse_ml.inference.propensity.crossfit_propensity` (a model
+fit, so outside this pure package) estimates P(labeled | X) by logistic regression, out of fold
+(each session's propensity comes from a model that did not see it, as the predictions do),
+seeded, and clipped away from 0 so no single session dominates.
 
 The variance of the weighted estimate treats the weights as fixed. For inverse-probability
 weighting with a logistic propensity this is conservative -- estimating the propensity removes
@@ -38,72 +39,9 @@ from pulse_ml.errors import PulseError
 
 __all__ = [
     "PredictionShift",
-    "crossfit_propensity",
     "inverse_propensity_weights",
     "prediction_shift",
 ]
-
-
-def crossfit_propensity(
-    features: ArrayLike,
-    labeled: ArrayLike,
-    *,
-    folds: int = 5,
-    seed: int = 0,
-    clip: float = 0.01,
-    groups: ArrayLike | None = None,
-    c: float = 1.0,
-) -> NDArray[np.float64]:
-    """Out-of-fold probability of being labeled: logistic regression on standardized features.
-
-    Args:
-        features: Feature matrix of every session (labeled and unlabeled), shape (n, p);
-            numeric (one-hot encode categories first).
-        labeled: Whether each session has a rating, shape (n,).
-        folds: Cross-fitting folds K (>= 2).
-        seed: Seed of the fold assignment.
-        clip: Propensities are clipped to ``[clip, 1 - clip]`` (weights at most 1 / clip).
-        groups: Optional user ids: folds keep a user's sessions together.
-        c: Inverse regularization strength of the logistic regression.
-
-    Returns:
-        P(labeled | features) for every session, shape (n,).
-
-    Raises:
-        PulseError: If the inputs cannot give a propensity (no labeled or no unlabeled
-            session, fewer sessions of a kind than folds, non-finite features).
-    """
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
-
-    x = np.asarray(features, dtype=np.float64)
-    x = x[:, None] if x.ndim == 1 else x
-    lab = np.asarray(labeled, dtype=bool)
-    if x.ndim != 2 or x.shape[0] != lab.size:
-        raise ValueError(f"features must have shape (n, p) with n = {lab.size}, got {x.shape}")
-    if not np.isfinite(x).all():
-        raise PulseError("propensity: features contain NaN or infinite values; impute them")
-    if not 0.0 < clip < 0.5:
-        raise PulseError(f"propensity: clip must be in (0, 0.5), got {clip}")
-    n_lab = int(lab.sum())
-    if min(n_lab, lab.size - n_lab) < folds or folds < 2:
-        raise PulseError(f"propensity: need at least {max(folds, 2)} labeled and unlabeled "
-                         f"sessions for {folds}-fold cross-fitting, got {n_lab} labeled and "
-                         f"{lab.size - n_lab} unlabeled")
-    if groups is None:
-        splits = StratifiedKFold(folds, shuffle=True, random_state=seed).split(x, lab)
-    else:
-        splits = StratifiedGroupKFold(folds, shuffle=True, random_state=seed).split(
-            x, lab, np.asarray(groups))
-    out = np.empty(lab.size)
-    for train, test in splits:
-        model = make_pipeline(StandardScaler(),
-                              LogisticRegression(C=c, solver="newton-cholesky", max_iter=200))
-        model.fit(x[train], lab[train])
-        out[test] = model.predict_proba(x[test])[:, 1]
-    return np.clip(out, clip, 1.0 - clip)
 
 
 def inverse_propensity_weights(propensity: ArrayLike, labeled: ArrayLike) -> NDArray[np.float64]:

@@ -50,6 +50,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from pulse_ml.stats import cluster_moments as cm
 from pulse_ml.stats import effect_engine as engine
+from pulse_ml.stats.arm_inputs import Arm
 from pulse_ml.stats.ppi import z_two_sided
 from pulse_ml.stats.randomization_design import Prepared, prepare
 
@@ -268,16 +269,8 @@ def _search(evaluate: _Evaluator, est: NDArray[np.float64], scale: NDArray[np.fl
 
 
 def randomization_inference(
-    y_c: ArrayLike,
-    f_c: ArrayLike,
-    f_unl_c: ArrayLike,
-    y_t: ArrayLike,
-    f_t: ArrayLike,
-    f_unl_t: ArrayLike,
-    units_c: ArrayLike | None = None,
-    units_t: ArrayLike | None = None,
-    units_unl_c: ArrayLike | None = None,
-    units_unl_t: ArrayLike | None = None,
+    control: Arm,
+    treatment: Arm,
     *,
     alpha: float = 0.05,
     n_permutations: int = 2000,
@@ -292,17 +285,10 @@ def randomization_inference(
     lambdas), with the randomized units as variance clusters; see the module docstring.
 
     Args:
-        y_c: Control ratings of labeled sessions, shape (n_c,).
-        f_c: Predictions for those sessions (honest), shape (n_c,).
-        f_unl_c: Predictions for unlabeled control sessions, shape (N_c,).
-        y_t: Treatment ratings, shape (n_t,).
-        f_t: Predictions for labeled treatment sessions, shape (n_t,).
-        f_unl_t: Predictions for unlabeled treatment sessions, shape (N_t,).
-        units_c: Randomized unit (user) of each labeled control session; all four ``None`` =
-            sessions were randomized.
-        units_t: Units of the labeled treatment sessions.
-        units_unl_c: Units of the unlabeled control sessions.
-        units_unl_t: Units of the unlabeled treatment sessions.
+        control: The control arm; its ``users`` / ``users_unl`` are the randomized units
+            (users) of its labeled / unlabeled sessions. Without user ids in both arms,
+            sessions were randomized. Weights are not used.
+        treatment: The treatment arm.
         alpha: Error level of the intervals.
         n_permutations: Random re-randomizations R (``R + 1 >= 1 / alpha`` for a finite
             interval).
@@ -322,8 +308,7 @@ def randomization_inference(
     if statistic not in STATISTICS:
         raise ValueError(f"statistic must be one of {STATISTICS}, got {statistic!r}")
     z_two_sided(alpha)
-    prep = prepare(y_c, f_c, f_unl_c, y_t, f_t, f_unl_t, units_c, units_t, units_unl_c,
-                   units_unl_t, n_permutations=n_permutations, seed=seed,
+    prep = prepare(control, treatment, n_permutations=n_permutations, seed=seed,
                    max_exhaustive=max_exhaustive)
     evaluate = _Evaluator(prep, alpha, statistic == "studentized")
     # Observed row: effects and s.e. do not depend on tau (a constant shift within an arm).

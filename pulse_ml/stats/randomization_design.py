@@ -28,11 +28,11 @@ from functools import lru_cache
 from itertools import combinations
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
 from pulse_ml.errors import PulseError
 from pulse_ml.stats import cluster_moments as cm
-from pulse_ml.stats.arm_effect import cluster_codes
+from pulse_ml.stats.arm_inputs import Arm, cluster_codes
 from pulse_ml.stats.ppi import as_vector
 
 __all__ = ["Prepared", "UnitDesign", "assignment_products", "prepare", "unit_design"]
@@ -282,16 +282,8 @@ class Prepared:
 
 
 def prepare(
-    y_c: ArrayLike,
-    f_c: ArrayLike,
-    f_unl_c: ArrayLike,
-    y_t: ArrayLike,
-    f_t: ArrayLike,
-    f_unl_t: ArrayLike,
-    units_c: ArrayLike | None = None,
-    units_t: ArrayLike | None = None,
-    units_unl_c: ArrayLike | None = None,
-    units_unl_t: ArrayLike | None = None,
+    control: Arm,
+    treatment: Arm,
     *,
     n_permutations: int = 2000,
     seed: int = 0,
@@ -310,10 +302,10 @@ def prepare(
     """
     if n_permutations < 1:
         raise ValueError(f"n_permutations must be >= 1, got {n_permutations}")
-    yc, fc, yt, ft = (as_vector(v, n) for v, n in ((y_c, "y_c"), (f_c, "f_c"), (y_t, "y_t"),
-                                                    (f_t, "f_t")))
-    fuc, fut = as_vector(f_unl_c, "f_unl_c"), as_vector(f_unl_t, "f_unl_t")
-    keys = [units_c, units_unl_c, units_t, units_unl_t]
+    yc, fc, yt, ft = (as_vector(v, n) for v, n in ((control.y, "y_c"), (control.f, "f_c"),
+                                                    (treatment.y, "y_t"), (treatment.f, "f_t")))
+    fuc, fut = as_vector(control.f_unl, "f_unl_c"), as_vector(treatment.f_unl, "f_unl_t")
+    keys = [control.users, control.users_unl, treatment.users, treatment.users_unl]
     clustered = any(k is not None for k in keys)
     (cl_c, cu_c, cl_t, cu_t), n_codes = cluster_codes(
         keys, [yc.size, fuc.size, yt.size, fut.size],

@@ -10,7 +10,8 @@ from pulse_ml.inference.effects import InferenceSettings, analyse
 from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.feature_sets import feature_set_from_mapping
 from pulse_ml.sessions.table import validate_frame
-from pulse_ml.stats import compare_arms
+from pulse_ml.stats.arm_effect import compare_arms
+from pulse_ml.stats.arm_inputs import Arm
 
 FEATURES = feature_set_from_mapping({"name": "t", "columns": {"n": {"kind": "count"}}})
 
@@ -61,8 +62,8 @@ def test_one_unlabeled_session_is_analysed_and_the_shift_check_is_skipped(big_n)
         arms.append((frame["rating"].to_numpy(float)[m & lab], f[m & lab], f[m & ~lab],
                      codes[m & lab], codes[m & ~lab]))
     (yc, fc, uc, cc, cuc), (yt, ft, ut, ct, cut) = arms
-    ref = compare_arms(yc, fc, uc, yt, ft, ut, clusters_c=cc, clusters_t=ct,
-                       clusters_unl_c=cuc, clusters_unl_t=cut)
+    ref = compare_arms(Arm(yc, fc, uc, users=cc, users_unl=cuc),
+                       Arm(yt, ft, ut, users=ct, users_unl=cut))
     assert res.comparison.augmented.ci_lower == pytest.approx(ref.augmented.ci_lower, rel=1e-12)
     assert res.comparison.augmented.ci_upper == pytest.approx(ref.augmented.ci_upper, rel=1e-12)
     assert res.comparison.n_unlabeled_control == big_n

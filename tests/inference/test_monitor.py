@@ -16,21 +16,16 @@ import pytest
 from pulse_ml.config import compose
 from pulse_ml.errors import DataError, PulseError
 from pulse_ml.inference.effects import InferenceSettings, arm_data, compare
-from pulse_ml.inference.monitor import (
-    FRAME_COLUMNS,
-    MonitorSettings,
-    monitor,
-    monitor_data,
-    parse_looks,
-    printable,
-    stop_lines,
-)
+from pulse_ml.inference.monitor import FRAME_COLUMNS, MonitorSettings, monitor, monitor_data
+from pulse_ml.inference.monitor_looks import parse_looks
+from pulse_ml.inference.monitor_text import printable, stop_lines
 from pulse_ml.report.tables import text_table
 from pulse_ml.sessions.feature_sets import FeatureSet, FeatureSpec
 from pulse_ml.sessions.table import validate_frame
 from pulse_ml.settings import feature_set
-from pulse_ml.stats import monitor_effect, simulate_monitoring
-from pulse_ml.stats.sequential import MIN_EFFECTIVE_UNITS
+from pulse_ml.stats.sequential.monitor import monitor_effect
+from pulse_ml.stats.sequential.simulation import simulate_monitoring
+from pulse_ml.stats.sequential.small_sample import MIN_EFFECTIVE_UNITS
 
 FEATURES = FeatureSet("x", (FeatureSpec("x", "numeric"),))
 START = pd.Timestamp("2025-06-02", tz="UTC")

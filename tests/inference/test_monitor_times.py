@@ -9,9 +9,10 @@ import pandas as pd
 import pytest
 
 from pulse_ml.errors import DataError, PulseError
-from pulse_ml.inference.monitor import MonitorSettings, monitor, parse_looks
+from pulse_ml.inference.monitor import MonitorSettings, monitor
+from pulse_ml.inference.monitor_looks import parse_looks
 from pulse_ml.sessions.time_checks import MAX_LOOKS
-from pulse_ml.stats import simulate_monitoring
+from pulse_ml.stats.sequential.simulation import simulate_monitoring
 from tests.inference.test_monitor import NOW, _frame, _table
 
 

@@ -11,7 +11,8 @@ import pytest
 
 from pulse_ml.config import compose
 from pulse_ml.jobs import infer, train
-from pulse_ml.stats import compare_arms
+from pulse_ml.stats.arm_effect import compare_arms
+from pulse_ml.stats.arm_inputs import Arm
 
 
 @pytest.fixture
@@ -70,7 +71,7 @@ def test_augmented_interval_uses_out_of_fold_predictions(small_demo, pulse_home,
         m = ((frame["case_study"] == "plan") & (frame["condition"] == cond)).to_numpy()
         arm[cond] = (frame["rating"].to_numpy()[m & labeled], honest[m & labeled],
                      honest[m & ~labeled])
-    expected = compare_arms(*arm["no-plan"], *arm["show-plan"], alpha=0.05)
+    expected = compare_arms(Arm(*arm["no-plan"]), Arm(*arm["show-plan"]), alpha=0.05)
     aug = effects[effects["estimator"] == "augmented"].iloc[0]
     assert aug["effect"] == pytest.approx(expected.augmented.effect, abs=1e-9)
     assert aug["ci_lower"] == pytest.approx(expected.augmented.ci_lower, abs=1e-9)

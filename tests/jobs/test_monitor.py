@@ -216,7 +216,7 @@ def test_bad_input_exit_2_one_message_nothing_written_or_logged(kind, home, smal
 
 def test_plan_reports_days_to_a_conclusive_sequence(capsys):
     from pulse_ml.jobs import plan
-    from pulse_ml.stats import plan_monitoring
+    from pulse_ml.stats.sequential.planning import plan_monitoring
 
     base = ["effect=0.3", "rho=0.6", "sd=1.0"]
     plan.run(compose("plan", base))

@@ -7,7 +7,7 @@ import pandas as pd
 
 from pulse_ml.config import compose
 from pulse_ml.jobs import plan
-from pulse_ml.stats import labels_needed
+from pulse_ml.stats.power import labels_needed
 
 BASE = ["effect=0.2", "sd=1.0", "rho=0.5", "n_unlabeled=2000"]
 
@@ -38,7 +38,7 @@ def test_plan_passes_labels_per_user_and_sd_pred(capsys):
 
 
 def test_plan_estimated_design_effect_sets_labels_per_user(tmp_path, capsys):
-    from pulse_ml.stats import design_effect
+    from pulse_ml.stats.power import design_effect
 
     path = _clustered_table(tmp_path / "rated.csv")
     res = plan.run(compose("plan", [*BASE, "design_effect=estimate", f"data.path={path}"]))
@@ -71,7 +71,7 @@ def _shared_users_table(path, users: int = 80, per_user: int = 6, seed: int = 1)
 
 
 def test_plan_estimates_the_arms_covariance_of_a_case_study(tmp_path, capsys):
-    from pulse_ml.stats import arm_design
+    from pulse_ml.stats.power import arm_design
 
     path = _shared_users_table(tmp_path / "ab.csv")
     res = plan.run(compose("plan", [*BASE, "design_effect=estimate", f"data.path={path}",

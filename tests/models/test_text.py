@@ -32,6 +32,7 @@ from pulse_ml.sessions.feature_sets import feature_set_from_mapping
 from pulse_ml.sessions.text_column import check_text_column
 from pulse_ml.sessions.text_options import text_search_space
 from pulse_ml.stats.arm_effect import compare_arms
+from pulse_ml.stats.arm_inputs import Arm
 from pulse_ml.training.metrics import pearson
 
 REPO = Path(__file__).resolve().parents[2]
@@ -139,8 +140,8 @@ def test_text_pure_noise_gives_oof_r_near_zero_and_no_ci_gain_while_a_leak_would
         r_leak.append(pearson(y, f_leak))
         for f_l, f_u, out in ((f_lab, f_unl, ratio_honest), (f_leak, f_leak_unl, ratio_leak)):
             a_l, a_u = arm[:n_lab], arm[n_lab:]
-            res = compare_arms(y[a_l == 0], f_l[a_l == 0], f_u[a_u == 0], y[a_l == 1],
-                               f_l[a_l == 1], f_u[a_u == 1])
+            res = compare_arms(Arm(y[a_l == 0], f_l[a_l == 0], f_u[a_u == 0]),
+                               Arm(y[a_l == 1], f_l[a_l == 1], f_u[a_u == 1]))
             out.append(res.augmented.width / res.naive.width)
     print(f"r honest {np.mean(r_honest):.3f}, leak {np.mean(r_leak):.3f}; width ratio honest "
           f"{np.mean(ratio_honest):.3f}, leak {np.mean(ratio_leak):.3f}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import norm
 
-from pulse_ml.stats.split_half import ArmArrays
+from pulse_ml.stats.arm_inputs import Arm
 
 SKEW = np.array([0.10, 0.08, 0.15, 0.27, 0.40])
 CUTS = norm.ppf(np.cumsum(SKEW)[:-1])  # latent cut points of a standard normal
@@ -38,7 +38,7 @@ def strong_predictor(seed: int, n_users: int = 120, rate_users: float = 0.5,
     labeled sessions' predictions memorize that share of their residual (in-sample fit).
 
     Returns:
-        ``((control, treatment) ArmArrays, true effect on the latent-star scale)``; the true
+        ``((control, treatment) Arm, true effect on the latent-star scale)``; the true
         effect is the difference of the arms' expected stars.
     """
     rng = np.random.default_rng(seed)
@@ -59,7 +59,7 @@ def strong_predictor(seed: int, n_users: int = 120, rate_users: float = 0.5,
     pair = []
     for a in (0, 1):
         m_l, m_u = (arm == a) & lab, (arm == a) & ~lab
-        pair.append(ArmArrays(y[m_l], f[m_l], user[m_l], f[m_u], user[m_u]))
+        pair.append(Arm(y=y[m_l], f=f[m_l], f_unl=f[m_u], users=user[m_l], users_unl=user[m_u]))
     return pair, true_effect(shift, noise, sd_u)
 
 

@@ -1,18 +1,21 @@
 """Seeded designs where real raters live: skewed 1-5 stars, users with many sessions, shift.
 
-Each generator returns ``(arms, kw, tau)`` in the argument order of
-:func:`pulse_ml.stats.arm_effect.compare_batch` (values (R, n), cluster ids (n,) shared by the R
-data sets) like :mod:`validity_sims`. Ratings are stars from a latent score cut at fixed
-thresholds so that, at the null, about 10 / 8 / 15 / 27 / 40 % of ratings are 1..5 stars (the
-skew of real agent ratings: mean about 3.9). Every design is at the null (``tau = 0``, both arms
-drawn from one distribution), so the truth is 0 for any subpopulation and a shortfall in coverage
-is the interval's, not a bias of the estimand.
+Each generator returns ``(arms, kw, tau)``: the two :class:`~pulse_ml.stats.arm_inputs.Arm`
+(control, treatment) of :func:`pulse_ml.stats.arm_batch.compare_batch` (values (R, n), user ids
+(n,) shared by the R data sets) and no further options (``kw``), like :mod:`validity_sims`.
+Ratings are stars from a latent score cut at fixed thresholds so that, at the null, about 10 /
+8 / 15 / 27 / 40 % of ratings are 1..5 stars (the skew of real agent ratings: mean about 3.9).
+Every design is at the null (``tau = 0``, both arms drawn from one distribution), so the truth is
+0 for any subpopulation and a shortfall in coverage is the interval's, not a bias of the
+estimand.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from scipy.stats import norm
+
+from pulse_ml.stats.arm_inputs import Arm
 
 STAR_SHARES = np.array([0.10, 0.08, 0.15, 0.27, 0.40])
 CUTS = norm.ppf(np.cumsum(STAR_SHARES)[:-1])  # latent N(0, 1) -> stars with those shares
@@ -47,9 +50,9 @@ def label_shift(reps: int, seed: int, rb: float = 0.32, n: int = 150, big_n: int
     """
     rng = np.random.default_rng(seed)
     s = rank_biserial_shift(rb)
-    arms, kw = [], {}
+    arms = []
     grid = np.linspace(-5, 5, 2001)  # E[stars | x] on a grid (the ideal predictor)
-    for a, name in ((0, "c"), (1, "t")):
+    for a in (0, 1):
         size = n + big_n
         if users:
             counts = np.minimum(1 + np.floor(rng.pareto(1.3, 10 * size) * 2).astype(int), 100)
@@ -67,10 +70,10 @@ def label_shift(reps: int, seed: int, rb: float = 0.32, n: int = 150, big_n: int
         sd = np.sqrt(1.0 - signal)
         means = 1.0 + norm.sf((CUTS[None, :] - np.sqrt(signal) * grid[:, None]) / sd).sum(1)
         f = np.interp(x, grid, means) + pred_noise * rng.normal(size=(reps, size))
-        arms += [y[:, :n], f[:, :n], f[:, n:]]
-        if users:
-            kw[f"clusters_{name}"], kw[f"clusters_unl_{name}"] = ids[:n], ids[n:]
-    return arms, kw, 0.0
+        arms.append(Arm(y=y[:, :n], f=f[:, :n], f_unl=f[:, n:],
+                        users=None if ids is None else ids[:n],
+                        users_unl=None if ids is None else ids[n:]))
+    return arms, {}, 0.0
 
 
 def concentrated(reps: int, seed: int, users: int = 80, sessions: int = 2000, p_lab: float = 0.1,
@@ -82,8 +85,8 @@ def concentrated(reps: int, seed: int, users: int = 80, sessions: int = 2000, p_
     (``icc``) and the prediction sees half of it.
     """
     rng = np.random.default_rng(seed)
-    arms, kw = [], {}
-    for a, name in ((0, "c"), (1, "t")):
+    arms = []
+    for a in (0, 1):
         share = rng.pareto(tail, users) + 1.0
         counts = np.maximum(1, np.round(sessions * share / share.sum())).astype(int)
         ids = np.repeat(np.arange(users), counts) + a * users
@@ -94,9 +97,9 @@ def concentrated(reps: int, seed: int, users: int = 80, sessions: int = 2000, p_
         z = _latent(rng, (reps, ids.size), x, u, signal, icc)
         y = stars(z)
         f = 3.9 + 0.5 * np.sqrt(signal) * x + 0.3 * u + 0.3 * rng.normal(size=(reps, ids.size))
-        arms += [y[:, lab], f[:, lab], f[:, ~lab]]
-        kw[f"clusters_{name}"], kw[f"clusters_unl_{name}"] = ids[lab], ids[~lab]
-    return arms, kw, 0.0
+        arms.append(Arm(y=y[:, lab], f=f[:, lab], f_unl=f[:, ~lab], users=ids[lab],
+                        users_unl=ids[~lab]))
+    return arms, {}, 0.0
 
 
 def strong_few(reps: int, seed: int, n: int = 15, big_n: int = 1000, rho_latent: float = 0.92):
@@ -108,7 +111,7 @@ def strong_few(reps: int, seed: int, n: int = 15, big_n: int = 1000, rho_latent:
         z = rho_latent * x + np.sqrt(1 - rho_latent**2) * rng.normal(size=(reps, n + big_n))
         y = stars(z)
         f = 3.9 + 1.2 * x + 0.2 * rng.normal(size=(reps, n + big_n))
-        arms += [y[:, :n], f[:, :n], f[:, n:]]
+        arms.append(Arm(y=y[:, :n], f=f[:, :n], f_unl=f[:, n:]))
     return arms, {}, 0.0
 
 
@@ -117,11 +120,11 @@ def weighted_shift(reps: int, seed: int, rb: float = 0.32, n: int = 150, big_n: 
 
     With x | labeled ~ N(s, 1) and x | unlabeled ~ N(0, 1), ``P(labeled | x) = n e^(s x - s^2/2)
     / (n e^(s x - s^2/2) + N)``; ``w = 1 / P`` makes the labeled sessions stand for all sessions
-    (shift-aware PPI++, ``compare_batch(..., w_c=, w_t=)``).
+    (shift-aware PPI++: the arms' ``w``).
     """
     rng = np.random.default_rng(seed)
     s = rank_biserial_shift(rb)
-    out, weights = [], []
+    out = []
     grid = np.linspace(-5, 5, 2001)
     signal, sd = 0.3, np.sqrt(0.7)
     means = 1.0 + norm.sf((CUTS[None, :] - np.sqrt(signal) * grid[:, None]) / sd).sum(1)
@@ -131,6 +134,6 @@ def weighted_shift(reps: int, seed: int, rb: float = 0.32, n: int = 150, big_n: 
         y = stars(_latent(rng, x.shape, x, 0.0, signal, 0.0))
         f = np.interp(x, grid, means) + 0.3 * rng.normal(size=x.shape)
         odds = n * np.exp(s * x[:, :n] - s * s / 2) / big_n
-        weights.append(1.0 + 1.0 / odds)  # 1 / P(labeled | x)
-        out += [y[:, :n], f[:, :n], f[:, n:]]
-    return out, {"w_c": weights[0], "w_t": weights[1]}, 0.0
+        w = 1.0 + 1.0 / odds  # 1 / P(labeled | x)
+        out.append(Arm(y=y[:, :n], f=f[:, :n], f_unl=f[:, n:], w=w))
+    return out, {}, 0.0

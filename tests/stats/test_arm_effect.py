@@ -15,6 +15,7 @@ from scipy.stats import t as student_t
 
 from pulse_ml.errors import PulseError
 from pulse_ml.stats.arm_effect import ArmComparison, compare_arms, theoretical_width_ratio
+from pulse_ml.stats.arm_inputs import Arm
 
 TOL = 1e-10
 Z = norm.ppf(0.975)
@@ -42,7 +43,7 @@ def test_stats_compare_without_clusters_equals_two_ppi_py_calls(n, N, signal, pp
     # default small-sample rules (t quantiles, ddof 1, joint lambda, tuning inflation) differ on
     # purpose -- they are what makes n = 10..30 cover -- so the equality is checked on the
     # explicit legacy option that reproduces the old numbers.
-    res = compare_arms(*c, *t, alpha=0.05, small_sample=False, lam_mode="per_arm")
+    res = compare_arms(Arm(*c), Arm(*t), alpha=0.05, small_sample=False, lam_mode="per_arm")
     halves, points = [], []
     for y, f, fu in (c, t):
         lo, hi = np.ravel(ppi_py.ppi_mean_ci(y, f, fu, alpha=0.05))
@@ -74,7 +75,7 @@ def test_stats_compare_reduction_tracks_theoretical_ratio():
     rng = np.random.default_rng(5)
     n, big_n = 2000, 20000
     c, t = _arm(rng, 3.0, n, big_n), _arm(rng, 3.2, n, big_n)
-    res = compare_arms(*c, *t)
+    res = compare_arms(Arm(*c), Arm(*t))
     rho = np.corrcoef(c[0], c[1])[0, 1]
     ratio = res.augmented.width / res.naive.width
     assert ratio == pytest.approx(theoretical_width_ratio(rho, n, big_n), abs=0.03)
@@ -95,10 +96,9 @@ def test_stats_compare_singleton_clusters_reduce_to_iid_formulas():
     n, big_n = 300, 3000
     c, t = _arm(rng, 3.0, n, big_n), _arm(rng, 3.1, n, big_n)
     legacy = {"small_sample": False, "lam_mode": "per_arm"}
-    iid = compare_arms(*c, *t, **legacy)
-    single = compare_arms(
-        *c, *t, clusters_c=np.arange(n), clusters_t=np.arange(1000, 1000 + n), **legacy
-    )  # unlabeled sessions: one cluster each
+    iid = compare_arms(Arm(*c), Arm(*t), **legacy)
+    single = compare_arms(Arm(*c, users=np.arange(n)), Arm(*t, users=np.arange(1000, 1000 + n)),
+                          **legacy)  # unlabeled sessions: one cluster each
     assert single.n_clusters == 2 * (n + big_n) and single.n_labeled_clusters == 2 * n
     cr1 = np.sqrt(n / (n - 1))  # CR1 counts labeled clusters only
     y, f, fu = c
@@ -118,7 +118,7 @@ def test_stats_compare_default_iid_formulas_are_welch_and_ddof1():
     rng = np.random.default_rng(12)
     n_c, n_t, big_n = 25, 40, 400
     c, t = _arm(rng, 3.0, n_c, big_n), _arm(rng, 3.4, n_t, big_n + 50)
-    res = compare_arms(*c, *t)
+    res = compare_arms(Arm(*c), Arm(*t))
     (yc, fc, fuc), (yt, _, _) = c, t
     # naive: exactly Welch's t interval
     v_c, v_t = yc.var(ddof=1) / n_c, yt.var(ddof=1) / n_t
@@ -157,18 +157,8 @@ def test_stats_compare_user_in_both_arms_gets_covariance_term():
     yc, yt = u + rng.normal(size=200), u + 0.2 + rng.normal(size=200)
     fc, ft = u + rng.normal(size=200), u + rng.normal(size=200)
     fuc, fut = fc + rng.normal(size=200), ft + rng.normal(size=200)
-    res = compare_arms(
-        yc,
-        fc,
-        fuc,
-        yt,
-        ft,
-        fut,
-        clusters_c=users,
-        clusters_t=users,
-        clusters_unl_c=users,
-        clusters_unl_t=users,
-    )
+    res = compare_arms(Arm(yc, fc, fuc, users=users, users_unl=users),
+                       Arm(yt, ft, fut, users=users, users_unl=users))
     assert res.n_clusters == 50
     assert res.naive.se < 0.5 * np.hypot(res.se_control_naive, res.se_treatment_naive)
 
@@ -205,19 +195,9 @@ def test_stats_compare_cluster_robust_interval_covers_while_iid_undercovers():
                 )
             )
         (yc, fc, fuc, cc, cuc), (yt, ft, fut, ct, cut) = arms
-        iid = compare_arms(yc, fc, fuc, yt, ft, fut)
-        cl = compare_arms(
-            yc,
-            fc,
-            fuc,
-            yt,
-            ft,
-            fut,
-            clusters_c=cc,
-            clusters_unl_c=cuc,
-            clusters_t=ct,
-            clusters_unl_t=cut,
-        )
+        iid = compare_arms(Arm(yc, fc, fuc), Arm(yt, ft, fut))
+        cl = compare_arms(Arm(yc, fc, fuc, users=cc, users_unl=cuc),
+                          Arm(yt, ft, fut, users=ct, users_unl=cut))
         covered[r] = [
             e.ci_lower <= tau <= e.ci_upper
             for e in (iid.naive, iid.augmented, cl.naive, cl.augmented)
@@ -234,17 +214,16 @@ def test_stats_compare_cluster_robust_interval_covers_while_iid_undercovers():
 def test_stats_compare_bad_inputs():
     y, f, fu = np.arange(5.0), np.arange(5.0), np.arange(9.0)
     with pytest.raises(ValueError, match="clusters_c"):
-        compare_arms(y, f, fu, y, f, fu, clusters_c=np.arange(4))
+        compare_arms(Arm(y, f, fu, users=np.arange(4)), Arm(y, f, fu))
     with pytest.raises(PulseError, match="y_t: need at least 2"):
-        compare_arms(y, f, fu, y[:1], f[:1], fu)
+        compare_arms(Arm(y, f, fu), Arm(y[:1], f[:1], fu))
     with pytest.raises(PulseError, match="missing"):
-        compare_arms(
-            y, f, fu, y, f, fu, clusters_c=np.array(["a", None, "b", "c", "d"], dtype=object)
-        )
+        compare_arms(Arm(y, f, fu, users=np.array(["a", None, "b", "c", "d"], dtype=object)),
+                     Arm(y, f, fu))
     with pytest.raises(PulseError, match="control arm: all 5 labeled sessions come from one user"):
-        compare_arms(y, f, fu, y, f, fu, clusters_c=np.zeros(5), clusters_unl_c=np.zeros(9))
+        compare_arms(Arm(y, f, fu, users=np.zeros(5), users_unl=np.zeros(9)), Arm(y, f, fu))
     with pytest.raises(ValueError, match="lam_mode"):
-        compare_arms(y, f, fu, y, f, fu, lam_mode="both")
+        compare_arms(Arm(y, f, fu), Arm(y, f, fu), lam_mode="both")
 
 
 def test_stats_compare_labeled_users_only_count():
@@ -252,13 +231,13 @@ def test_stats_compare_labeled_users_only_count():
     y, f = rng.normal(size=40), rng.normal(size=40)
     users = np.repeat(np.arange(10), 4)
     fu, users_unl = rng.normal(size=30), rng.integers(0, 10, 30)
-    base = compare_arms(y, f, fu, y + 0.1, f, fu, clusters_c=users, clusters_t=users + 100,
-                        clusters_unl_c=users_unl, clusters_unl_t=users_unl + 100)
+    base = compare_arms(Arm(y, f, fu, users=users, users_unl=users_unl),
+                        Arm(y + 0.1, f, fu, users=users + 100, users_unl=users_unl + 100))
     # many more unlabeled sessions, from 50 new users: the naive s.e. and df must not move
     fu2 = np.concatenate([fu, rng.normal(size=200)])
     users_unl2 = np.concatenate([users_unl, 1000 + rng.integers(0, 50, 200)])
-    more = compare_arms(y, f, fu2, y + 0.1, f, fu2, clusters_c=users, clusters_t=users + 100,
-                        clusters_unl_c=users_unl2, clusters_unl_t=users_unl2 + 100)
+    more = compare_arms(Arm(y, f, fu2, users=users, users_unl=users_unl2),
+                        Arm(y + 0.1, f, fu2, users=users + 100, users_unl=users_unl2 + 100))
     assert more.naive.se == pytest.approx(base.naive.se, rel=1e-12)
     assert more.naive.df == pytest.approx(base.naive.df, rel=1e-12)
     assert more.n_labeled_clusters == base.n_labeled_clusters == 20
@@ -267,23 +246,24 @@ def test_stats_compare_labeled_users_only_count():
     one = np.full(40, "u1", dtype=object)
     with pytest.raises(PulseError, match=r"treatment arm: all 40 labeled sessions come from one "
                        r"user \('u1'\).*unlabeled sessions of other users cannot replace them"):
-        compare_arms(y, f, fu, y, f, fu, clusters_c=users, clusters_t=one,
-                     clusters_unl_c=users_unl, clusters_unl_t=np.arange(30))
+        compare_arms(Arm(y, f, fu, users=users, users_unl=users_unl),
+                     Arm(y, f, fu, users=one, users_unl=np.arange(30)))
 
 
 def test_stats_compare_refuses_zero_variance_ratings():
     rng = np.random.default_rng(4)
     f, fu = rng.normal(size=20), rng.normal(size=50)
     with pytest.raises(PulseError, match="control arm: all 20 labeled ratings equal 4"):
-        compare_arms(np.full(20, 4.0), f, fu, rng.normal(size=20), f, fu)
+        compare_arms(Arm(np.full(20, 4.0), f, fu), Arm(rng.normal(size=20), f, fu))
 
 
 def test_stats_compare_warns_about_few_labels_and_unlabeled_sessions():
     rng = np.random.default_rng(5)
     y, f = rng.normal(size=(2, 200))
-    res = compare_arms(y, f, rng.normal(size=3), y[:12] + 0.2, f[:12], rng.normal(size=500),
-                       clusters_c=np.arange(200) % 50, clusters_t=np.arange(12) % 3,
-                       clusters_unl_c=np.array([1, 2, 2]), clusters_unl_t=np.arange(500) % 40)
+    res = compare_arms(Arm(y, f, rng.normal(size=3), users=np.arange(200) % 50,
+                           users_unl=np.array([1, 2, 2])),
+                       Arm(y[:12] + 0.2, f[:12], rng.normal(size=500), users=np.arange(12) % 3,
+                           users_unl=np.arange(500) % 40))
     text = " | ".join(res.warnings)
     assert "treatment arm: only 12 labeled sessions from 3 users (< 30)" in text
     assert "treatment arm: 3 labeled users are too few to tune lambda" in text
@@ -291,14 +271,14 @@ def test_stats_compare_warns_about_few_labels_and_unlabeled_sessions():
     assert "control arm: only 3 unlabeled session(s) from 2 user(s)" in text
     assert "control arm: only 200" not in text  # 200 labels from 50 users is not small
     # a useful predictor with plenty of data: nothing to say
-    quiet = compare_arms(*_arm(rng, 3.0, 200, 2000), *_arm(rng, 3.1, 200, 2000))
+    quiet = compare_arms(Arm(*_arm(rng, 3.0, 200, 2000)), Arm(*_arm(rng, 3.1, 200, 2000)))
     assert quiet.warnings == () and quiet.ci_reduction_pct > 20
     # a useless one: tuning would cost more than it gives, so lambda is shrunk to 0 and the
     # augmented interval is the naive one (the in-sample lambda printed it wider)
-    useless = compare_arms(y, f, rng.normal(size=400), y + 0.1, f, rng.normal(size=400))
+    useless = compare_arms(Arm(y, f, rng.normal(size=400)), Arm(y + 0.1, f, rng.normal(size=400)))
     assert useless.lambda_shrink == 0.0 and useless.lambda_control == 0.0
     assert useless.augmented.width == pytest.approx(useless.naive.width, rel=1e-12)
     assert not any("wider than the naive one" in w for w in useless.warnings)
-    in_sample = compare_arms(y, f, rng.normal(size=400), y + 0.1, f, rng.normal(size=400),
+    in_sample = compare_arms(Arm(y, f, rng.normal(size=400)), Arm(y + 0.1, f, rng.normal(size=400)),
                              lam_mode="per_arm")
     assert in_sample.ci_reduction_pct < 0  # the unshrunk tuned lambda: wider

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import validity_sims as sims
 
-from pulse_ml.stats.arm_effect import compare_batch
+from pulse_ml.stats.arm_batch import compare_batch
 
 LEGACY = {"small_sample": False, "lam_mode": "per_arm"}
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pulse_ml.stats.arm_effect import cluster_codes, compare_arms
+from pulse_ml.stats.arm_effect import compare_arms
+from pulse_ml.stats.arm_inputs import Arm, cluster_codes
 from pulse_ml.stats.cluster_moments import session_moments
 
 
@@ -40,9 +41,9 @@ def test_compare_arms_unchanged_by_the_fast_path_against_explicit_session_cluste
     args = [rng.normal(size=n), rng.normal(size=n), rng.normal(size=big_n)] * 2
     users = [rng.integers(0, 30, n), rng.integers(0, 30, n)]
     ids_unl = [np.arange(1000, 1000 + big_n), np.arange(10_000, 10_000 + big_n)]
-    fast = compare_arms(*args, clusters_c=users[0], clusters_t=users[1])
-    general = compare_arms(*args, clusters_c=users[0], clusters_t=users[1],
-                           clusters_unl_c=ids_unl[0], clusters_unl_t=ids_unl[1])
+    fast = compare_arms(Arm(*args[:3], users=users[0]), Arm(*args[3:], users=users[1]))
+    general = compare_arms(Arm(*args[:3], users=users[0], users_unl=ids_unl[0]),
+                           Arm(*args[3:], users=users[1], users_unl=ids_unl[1]))
     for est in ("naive", "augmented"):
         a, b = getattr(fast, est), getattr(general, est)
         assert a.effect == pytest.approx(b.effect, abs=1e-10)

@@ -1,10 +1,14 @@
 """The vectorized engine: batch == one-at-a-time, sparse moments == dense, box least squares."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from pulse_ml.stats import cluster_moments as cm
-from pulse_ml.stats.arm_effect import compare_arms, compare_batch
+from pulse_ml.stats.arm_batch import compare_batch
+from pulse_ml.stats.arm_effect import compare_arms
+from pulse_ml.stats.arm_inputs import Arm
 from pulse_ml.stats.effect_engine import _box_ls
 
 
@@ -38,9 +42,13 @@ def test_stats_engine_batch_equals_compare_arms_row_by_row(opts):
         kw = {}
     if opts.pop("weights", False):
         kw = {**kw, **ws}
-    batch = compare_batch(*arms, **kw, **opts)
+    pair = [Arm(*arms[3 * a : 3 * a + 3], users=kw.get(f"clusters_{s}"),
+                users_unl=kw.get(f"clusters_unl_{s}"), w=kw.get(f"w_{s}"))
+            for a, s in enumerate("ct")]
+    batch = compare_batch(*pair, **opts)
     for r in range(5):
-        one = compare_arms(*[a[r] for a in arms], **kw, **opts)
+        one = compare_arms(*[replace(a, y=a.y[r], f=a.f[r], f_unl=a.f_unl[r]) for a in pair],
+                           **opts)
         for est, lo, hi, eff in ((one.naive, batch.naive_lower, batch.naive_upper,
                                   batch.naive_effect),
                                  (one.augmented, batch.aug_lower, batch.aug_upper,

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 import validity_sims as sims
 
-from pulse_ml.stats import split_half as sh
+from pulse_ml.stats import half_moments as hm
 from pulse_ml.stats.arm_effect import compare_arms
+from pulse_ml.stats.arm_inputs import Arm
 from pulse_ml.stats.half_checks import _fixed_lambda_halves, _units, audit_halves, full_lambda
 
 SPLITS = 1000
@@ -58,9 +59,9 @@ def test_in_sample_predictions_are_flagged_by_the_bias_check():
 
 def test_fixed_lambda_halves_equal_a_direct_computation():
     (c, t), _ = audit_sims.strong_predictor(3, n_users=300, by_user=False)
-    arms, _ = sh._prepare(c, t)
+    arms, _ = hm.prepare_arms(c, t)
     unit_l, unit_u, strata = _units(arms, True)
-    mask = sh._halves(np.random.default_rng(0), strata, 4)
+    mask = hm.random_halves(np.random.default_rng(0), strata, 4)
     lam = full_lambda(arms, True, (unit_l, unit_u), strata.size, {"weighted": False})
     assert (lam > 0.3).all()
     half = _fixed_lambda_halves(arms, True, mask, (unit_l, unit_u), lam, False)[0]
@@ -88,9 +89,8 @@ def test_a_callable_method_runs_on_both_halves():
     (c, t), _ = sims.audit_dataset(3, n_users=60)
 
     def augmented(ch, th):
-        res = compare_arms(ch.y, ch.f, ch.f_unl, th.y, th.f, th.f_unl, clusters_c=ch.users,
-                           clusters_t=th.users, clusters_unl_c=ch.users_unl,
-                           clusters_unl_t=th.users_unl)
+        res = compare_arms(Arm(ch.y, ch.f, ch.f_unl, users=ch.users, users_unl=ch.users_unl),
+                           Arm(th.y, th.f, th.f_unl, users=th.users, users_unl=th.users_unl))
         return res.augmented.effect, res.augmented.se, res.augmented.df
 
     audit = audit_halves(c, t, method=augmented, replications=20, seed=1)

@@ -13,6 +13,7 @@ from sklearn.ensemble import RandomForestRegressor
 from sklearn.model_selection import KFold
 
 from pulse_ml.stats.arm_effect import compare_arms
+from pulse_ml.stats.arm_inputs import Arm
 
 N_LABELED, N_UNLABELED, N_FEATURES, TAU = 100, 1000, 4, 0.3
 REPS, N_TREES, FOLDS = 200, 10, 5
@@ -52,9 +53,8 @@ def _one_replication(rep):
     out = []
     for f_lab, f_unl in (in_sample, honest):
         c, t = arm_lab == 0, arm_lab == 1
-        res = compare_arms(
-            y_lab[c], f_lab[c], f_unl[arm_unl == 0], y_lab[t], f_lab[t], f_unl[arm_unl == 1]
-        )
+        res = compare_arms(Arm(y_lab[c], f_lab[c], f_unl[arm_unl == 0]),
+                           Arm(y_lab[t], f_lab[t], f_unl[arm_unl == 1]))
         aug = res.augmented
         out.append((aug.ci_lower <= TAU <= aug.ci_upper, aug.width / res.naive.width))
     return out

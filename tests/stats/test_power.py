@@ -6,7 +6,8 @@ import pytest
 from scipy.stats import norm
 
 from pulse_ml.errors import PulseError
-from pulse_ml.stats.arm_effect import compare_batch
+from pulse_ml.stats.arm_batch import compare_batch
+from pulse_ml.stats.arm_inputs import Arm
 from pulse_ml.stats.power import arm_design, design_effect, labels_needed, planned_power
 
 
@@ -100,21 +101,21 @@ def _clustered_power(n, effect, big_n, reps, seed, ppi):
     m, icc, rho = 4, 0.2, 0.6
     g, g_u = n // m, big_n // m
     lab, unl = np.repeat(np.arange(g), m), np.repeat(np.arange(g, g + g_u), m)
-    arms, kw = [], {}
+    arms = []
     local = np.concatenate([lab, unl])
 
     def clustered():
         user = rng.normal(0, np.sqrt(icc), (reps, g + g_u))[:, local]
         return user + rng.normal(0, np.sqrt(1 - icc), (reps, local.size))
 
-    for a, name in ((0, "c"), (1, "t")):
+    for a in (0, 1):
         codes = local + a * 10**6
         z, eta = clustered(), clustered()
         y = effect * a + z
         f = rho**2 * z + np.sqrt(rho**2 - rho**4) * eta  # Cov(y, f) = Var(f): calibrated
-        arms += [y[:, : lab.size], f[:, : lab.size], f[:, lab.size :]]
-        kw[f"clusters_{name}"], kw[f"clusters_unl_{name}"] = codes[: lab.size], codes[lab.size :]
-    b = compare_batch(*arms, **kw)
+        arms.append(Arm(y[:, : lab.size], f[:, : lab.size], f[:, lab.size :],
+                        users=codes[: lab.size], users_unl=codes[lab.size :]))
+    b = compare_batch(*arms)
     lower, upper = (b.aug_lower, b.aug_upper) if ppi else (b.naive_lower, b.naive_upper)
     return float(np.mean((lower > 0) | (upper < 0)))
 
@@ -180,12 +181,11 @@ def shared_users_powers(seed, n_users=400, shift=0.3, reps=3000):
                 - norm.sf(audit_sims.CUTS / scale).sum())
     n, big_n = lab.sum() / 2, int((~lab).sum() / 2)
     yy, ff = _shared_users_values(np.random.default_rng(5), reps, user, arm, n_users, shift)
-    arms, kw = [], {}
-    for a, name in ((0, "c"), (1, "t")):
+    arms = []
+    for a in (0, 1):
         m_l, m_u = (arm == a) & lab, (arm == a) & ~lab
-        arms += [yy[:, m_l], ff[:, m_l], ff[:, m_u]]
-        kw[f"clusters_{name}"], kw[f"clusters_unl_{name}"] = user[m_l], user[m_u]
-    b = compare_batch(*arms, **kw)
+        arms.append(Arm(yy[:, m_l], ff[:, m_l], ff[:, m_u], users=user[m_l], users_unl=user[m_u]))
+    b = compare_batch(*arms)
     new = {"design_effect": design.deff, "labels_per_user": design.labels_per_user,
            "arm_correlation": design.arm_correlation, "shared_users": design.shared_users,
            "sd_pred": sd_f}

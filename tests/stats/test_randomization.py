@@ -17,7 +17,9 @@ from scipy.stats import norm
 from pulse_ml.errors import PulseError
 from pulse_ml.stats import cluster_moments as cm
 from pulse_ml.stats import effect_engine as engine
-from pulse_ml.stats.arm_effect import compare_arms, compare_batch
+from pulse_ml.stats.arm_batch import compare_batch
+from pulse_ml.stats.arm_effect import compare_arms
+from pulse_ml.stats.arm_inputs import Arm
 from pulse_ml.stats.randomization import (
     kish_effective_units,
     prepare,
@@ -60,6 +62,12 @@ def simulate(rng, users_per_arm: int, latent_shift: float = 0.0, additive: float
             + [users[parts[i]] for i in (0, 2, 1, 3)])
 
 
+def _arms(data: list) -> tuple[Arm, Arm]:
+    """The two arms of :func:`simulate`'s arrays (values, then units c, t, unl_c, unl_t)."""
+    return (Arm(*data[:3], users=data[6], users_unl=data[8]),
+            Arm(*data[3:6], users=data[7], users_unl=data[9]))
+
+
 def _reject_rates(users_per_arm, reps, seed, truth, **kw):
     """Share of data sets rejecting H0(truth) at 5% (naive, augmented) and refusals."""
     rng = np.random.default_rng(seed)
@@ -71,7 +79,7 @@ def _reject_rates(users_per_arm, reps, seed, truth, **kw):
         if data is None:
             refused += 1
             continue
-        preps.append(prepare(*data, n_permutations=n_permutations,
+        preps.append(prepare(*_arms(data), n_permutations=n_permutations,
                              seed=int(rng.integers(2**31)), max_exhaustive=n_permutations))
     p = np.concatenate([pvalues_batch(preps[i : i + 100], np.full(len(preps[i : i + 100]),
                                                                   truth))
@@ -98,9 +106,10 @@ def test_permuted_rows_equal_compare_arms_on_the_permuted_shifted_data():
         z = rng.permutation(observed)
         arm, y_tau = z[users], y - tau * observed[users]
         sel = [(arm == a) & (lab == lv) for a, lv in ((0, 1), (0, 0), (1, 1), (1, 0))]
-        want = compare_arms(y_tau[sel[0]], f[sel[0]], f[sel[1]], y_tau[sel[2]], f[sel[2]],
-                            f[sel[3]], clusters_c=users[sel[0]], clusters_t=users[sel[2]],
-                            clusters_unl_c=users[sel[1]], clusters_unl_t=users[sel[3]],
+        want = compare_arms(Arm(y_tau[sel[0]], f[sel[0]], f[sel[1]], users=users[sel[0]],
+                                users_unl=users[sel[1]]),
+                            Arm(y_tau[sel[2]], f[sel[2]], f[sel[3]], users=users[sel[2]],
+                                users_unl=users[sel[3]]),
                             cr2=False, lambda_noise=False)  # additive moments: CR1, no noise
         flat = design.flat_moments(design.products(z[order][None].astype(float)),
                                    np.array([tau]))[0]
@@ -128,8 +137,8 @@ def test_exact_p_value_by_full_enumeration():
     for chosen in combinations(users, 4):
         t = np.isin(ul, chosen)
         tu = np.isin(uu, chosen)
-        c = compare_batch(y[~t], f[~t], fu[~tu], y[t], f[t], fu[tu], clusters_c=ul[~t],
-                          clusters_t=ul[t], clusters_unl_c=uu[~tu], clusters_unl_t=uu[tu])
+        c = compare_batch(Arm(y[~t], f[~t], fu[~tu], users=ul[~t], users_unl=uu[~tu]),
+                          Arm(y[t], f[t], fu[tu], users=ul[t], users_unl=uu[tu]))
         few = min(np.unique(ul[t]).size, np.unique(ul[~t]).size) < 2  # no statistic: extreme
         stats.append([np.inf if few else abs(c.naive_effect[0] / c.naive_se[0]),
                       np.inf if few else abs(c.aug_effect[0] / c.aug_se[0])])
@@ -137,7 +146,7 @@ def test_exact_p_value_by_full_enumeration():
             observed = len(stats) - 1
     stats = np.array(stats)
     p_all = (stats[None, :, :] >= stats[:, None, :] * (1 - 1e-9)).mean(axis=1)  # (70, 2)
-    res = randomization_inference(*data, n_permutations=500, alpha=0.1)
+    res = randomization_inference(*_arms(data), n_permutations=500, alpha=0.1)
     assert res.exhaustive and res.n_assignments == 69
     assert res.naive.p_value == pytest.approx(p_all[observed, 0], abs=1e-12)
     assert res.augmented.p_value == pytest.approx(p_all[observed, 1], abs=1e-12)
@@ -149,8 +158,8 @@ def test_exact_p_value_by_full_enumeration():
 def test_interval_is_the_set_of_effects_not_rejected():
     rng = np.random.default_rng(5)
     data = simulate(rng, 10, additive=0.4)
-    res = randomization_inference(*data, n_permutations=499, seed=2)
-    prep = prepare(*data, n_permutations=499, seed=2)
+    res = randomization_inference(*_arms(data), n_permutations=499, seed=2)
+    prep = prepare(*_arms(data), n_permutations=499, seed=2)
     for est in (res.naive, res.augmented):
         assert est.ci_lower < est.effect < est.ci_upper
     for e, est in enumerate((res.naive, res.augmented)):
@@ -208,11 +217,11 @@ def test_bad_input_is_refused():
     shared[7] = shared[7].copy()
     shared[7][0] = shared[6][0]  # a control user also in treatment
     with pytest.raises(PulseError, match="both arms"):
-        randomization_inference(*shared, n_permutations=50)
+        randomization_inference(*_arms(shared), n_permutations=50)
     one = list(data)
     one[6] = np.full(one[6].size, one[6][0])
     with pytest.raises(PulseError, match="at least 2 per arm"):
-        randomization_inference(*one, n_permutations=50)
+        randomization_inference(*_arms(one), n_permutations=50)
 
 
 def test_kish_effective_users():

@@ -14,7 +14,9 @@ import realistic_sims as rs
 import validity_sims as sims
 
 from pulse_ml.errors import PulseError
-from pulse_ml.stats.arm_effect import compare_arms, compare_batch
+from pulse_ml.stats.arm_batch import compare_batch
+from pulse_ml.stats.arm_effect import compare_arms
+from pulse_ml.stats.arm_inputs import Arm
 
 OLD = {"cr2": False, "lambda_noise": False}
 
@@ -83,9 +85,8 @@ def test_stats_concentrated_raters_warn_with_kish_count():
     y = [rng.integers(1, 6, users.size).astype(float) for _ in (0, 1)]
     f = [v + rng.normal(size=v.size) for v in y]
     fu = [rng.normal(3.9, 1, 500) for _ in (0, 1)]
-    res = compare_arms(y[0], f[0], fu[0], y[1], f[1], fu[1], clusters_c=users,
-                       clusters_t=users + 100, clusters_unl_c=np.arange(500) + 1000,
-                       clusters_unl_t=np.arange(500) + 2000)
+    res = compare_arms(Arm(y[0], f[0], fu[0], users=users, users_unl=np.arange(500) + 1000),
+                       Arm(y[1], f[1], fu[1], users=users + 100, users_unl=np.arange(500) + 2000))
     text = " ".join(res.warnings)
     assert "41 labeled users" in text and "effective users (Kish" in text
     assert res.effective_users is not None and res.effective_users[0] < 5
@@ -96,13 +97,12 @@ def test_stats_degenerate_paired_variance_is_refused():
     # variance is 0; the old rules printed CI [1.000, 1.000] with p = 1e-8
     y_c, y_t = np.array([2.0, 2, 4, 4]), np.array([3.0, 3, 5, 5])
     users = np.array(["a", "a", "b", "b"])
-    args = (y_c, y_c + 0.1, np.full(20, 3.0), y_t, y_t + 0.1, np.full(20, 4.0))
-    kw = {"clusters_c": users, "clusters_t": users, "clusters_unl_c": np.repeat(["a", "b"], 10),
-          "clusters_unl_t": np.repeat(["a", "b"], 10)}
+    c, t = (y_c, y_c + 0.1, np.full(20, 3.0)), (y_t, y_t + 0.1, np.full(20, 4.0))
+    unl = np.repeat(["a", "b"], 10)
     with pytest.raises(PulseError, match="within-user difference"):
-        compare_arms(*args, **kw)
+        compare_arms(Arm(*c, users=users, users_unl=unl), Arm(*t, users=users, users_unl=unl))
     # the same ratings from 4 different users per arm are fine
-    res = compare_arms(*args, clusters_c=np.arange(4), clusters_t=np.arange(4, 8))
+    res = compare_arms(Arm(*c, users=np.arange(4)), Arm(*t, users=np.arange(4, 8)))
     assert res.naive.se > 0.3
 
 
@@ -114,10 +114,10 @@ def test_stats_label_shift_note_is_driven_by_consequence():
         y = np.clip(np.round(3.9 + 0.8 * x_l + rng.normal(size=300)), 1, 5)
         return y, 3.9 + 0.8 * x_l, 3.9 + 0.8 * x_u
 
-    shifted = compare_arms(*arm(0.6), *arm(0.6))
+    shifted = compare_arms(Arm(*arm(0.6)), Arm(*arm(0.6)))
     assert shifted.shift_flagged and any("raters differ" in w for w in shifted.warnings)
     assert shifted.prediction_shift[0] < -0.3
-    quiet = compare_arms(*arm(0.0), *arm(0.0))
+    quiet = compare_arms(Arm(*arm(0.0)), Arm(*arm(0.0)))
     assert not quiet.shift_flagged
 
 

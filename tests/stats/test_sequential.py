@@ -16,15 +16,12 @@ from scipy.stats import norm
 from scipy.stats import t as student_t
 
 from pulse_ml.errors import PulseError
-from pulse_ml.stats import (
-    compare_arms,
-    cs_multiplier,
-    first_crossing_probabilities,
-    mixture_rho,
-    monitor_effect,
-    plan_monitoring,
-    simulate_monitoring,
-)
+from pulse_ml.stats.arm_effect import compare_arms
+from pulse_ml.stats.arm_inputs import Arm
+from pulse_ml.stats.sequential.boundary import cs_multiplier, mixture_rho
+from pulse_ml.stats.sequential.monitor import monitor_effect
+from pulse_ml.stats.sequential.planning import first_crossing_probabilities, plan_monitoring
+from pulse_ml.stats.sequential.simulation import simulate_monitoring
 
 DAYS = 21
 REPS = 1000
@@ -70,15 +67,14 @@ def _small_case(seed, randomize="session"):
 
 def _arm_samples(data, k, users):
     m = data["look"] <= k
-    args, clusters = [], {}
-    for a, tag in ((0, "c"), (1, "t")):
+    arms = []
+    for a in (0, 1):
         lab = m & (data["arm"] == a) & data["labeled"]
         unl = m & (data["arm"] == a) & ~data["labeled"]
-        args += [data["rating"][lab], data["prediction"][lab], data["prediction"][unl]]
-        if users:
-            clusters[f"clusters_{tag}"] = data["users"][lab]
-            clusters[f"clusters_unl_{tag}"] = data["users"][unl]
-    return args, clusters
+        arms.append(Arm(data["rating"][lab], data["prediction"][lab], data["prediction"][unl],
+                        users=data["users"][lab] if users else None,
+                        users_unl=data["users"][unl] if users else None))
+    return arms
 
 
 @pytest.mark.parametrize("rule", ["joint", "arm"])
@@ -92,10 +88,10 @@ def test_stats_sequential_every_look_equals_compare_arms_on_the_data_so_far(clus
     assert list(res.table.columns[:2]) == ["look", "estimator"] and len(tab) == 12
     tuned = 0
     for k in range(6):
-        args, clusters = _arm_samples(data, k, clustered)
+        arms = _arm_samples(data, k, clustered)
         # infer's engine and rules (t quantiles, ddof 1 / CR1, lambda inflation), the same lambda
         # (the per-look numbers are cumulative sums: CR1 factors and no lambda-noise term)
-        ref = compare_arms(*args, **clusters, lam_mode="joint" if rule == "joint" else "per_arm",
+        ref = compare_arms(*arms, lam_mode="joint" if rule == "joint" else "per_arm",
                            cr2=False, lambda_noise=False)
         for est, mine in (("naive", ref.naive), ("augmented", ref.augmented)):
             row = tab.loc[(k, est)]

@@ -19,16 +19,16 @@ import numpy as np
 import pytest
 
 from pulse_ml.stats import cluster_moments as cm
-from pulse_ml.stats.sequential import (
+from pulse_ml.stats.sequential.boundary import cs_multiplier
+from pulse_ml.stats.sequential.engine import look_moments
+from pulse_ml.stats.sequential.monitor import monitor_effect
+from pulse_ml.stats.sequential.simulation import simulate_monitoring
+from pulse_ml.stats.sequential.small_sample import (
     DRIFT_WARN_SE,
     MIN_EFFECTIVE_UNITS,
-    cs_multiplier,
     effective_units,
-    monitor_effect,
-    simulate_monitoring,
     t_multiplier,
 )
-from pulse_ml.stats.sequential.engine import look_moments
 
 STARS = (0.10, 0.08, 0.15, 0.27, 0.40)
 REPS = 2000

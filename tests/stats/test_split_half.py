@@ -10,17 +10,16 @@ probability 0.94, while an audit that cannot tell (the old hiding check read val
 0.78 and invalid ones 0.93) fails both assertions.
 """
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import validity_sims as sims
 
 from pulse_ml.stats.arm_effect import compare_arms
-from pulse_ml.stats.split_half import (
-    ArmArrays,
-    labeled_unlabeled_consistency,
-    split_half_audit,
-    verdict,
-)
+from pulse_ml.stats.arm_inputs import Arm
+from pulse_ml.stats.consistency import labeled_unlabeled_consistency
+from pulse_ml.stats.split_half import split_half_audit, verdict
 
 DATASETS, SPLITS = 30, 1000
 
@@ -31,10 +30,9 @@ def _flag_rate(method, **design):
         (c, t), tau = sims.audit_dataset(7000 + d, **design)
         verdicts.append(split_half_audit(c, t, method=method, replications=SPLITS, seed=d).verdict)
         if d < 10:  # true coverage of the audited interval, for the message
-            kw = {} if method.endswith("iid") else {
-                "clusters_c": c.users, "clusters_t": t.users,
-                "clusters_unl_c": c.users_unl, "clusters_unl_t": t.users_unl}
-            res = compare_arms(c.y, c.f, c.f_unl, t.y, t.f, t.f_unl, **kw)
+            arms = ((replace(c, users=None, users_unl=None), replace(t, users=None, users_unl=None))
+                    if method.endswith("iid") else (c, t))
+            res = compare_arms(*arms)
             est = res.naive if method.startswith("naive") else res.augmented
             covered.append(est.ci_lower <= tau <= est.ci_upper)
     flagged = float(np.mean(np.array(verdicts) == "too narrow"))
@@ -64,9 +62,9 @@ def test_stats_split_half_vectorized_equals_one_call_per_split():
     (c, t), _ = sims.audit_dataset(3, n_users=60)
 
     def augmented(ch, th):
-        res = compare_arms(ch.y, ch.f, ch.f_unl, th.y, th.f, th.f_unl, clusters_c=ch.users,
-                           clusters_t=th.users, clusters_unl_c=ch.users_unl,
-                           clusters_unl_t=th.users_unl, cr2=False, lambda_noise=False)
+        res = compare_arms(Arm(ch.y, ch.f, ch.f_unl, users=ch.users, users_unl=ch.users_unl),
+                           Arm(th.y, th.f, th.f_unl, users=th.users, users_unl=th.users_unl),
+                           cr2=False, lambda_noise=False)
         return res.augmented.effect, res.augmented.se, res.augmented.df
 
     fast = split_half_audit(c, t, replications=40, seed=5)
@@ -101,7 +99,7 @@ def test_stats_consistency_check_sees_a_shift_but_not_dependence():
     (c, t), _ = sims.audit_dataset(11)
     same = labeled_unlabeled_consistency(c, t, replications=300)
     # the treatment arm's unlabeled predictions run 1 star high: a labeled-vs-unlabeled shift
-    shifted = ArmArrays(t.y, t.f, t.users, t.f_unl + 1.0, t.users_unl)
+    shifted = replace(t, f_unl=t.f_unl + 1.0)
     moved = labeled_unlabeled_consistency(c, shifted, replications=300)
     print(same.rate_naive, same.rate_augmented, moved.rate_augmented)
     assert same.rate_augmented >= 0.85 and same.rate_naive >= 0.85

@@ -1,8 +1,9 @@
 """Seeded simulation designs with known truth, shared by the validity tests and the benchmark.
 
-Each generator returns the arrays of R data sets of one design (vectorized: values (R, n),
-cluster ids (n,)) in the argument order of :func:`pulse_ml.stats.arm_effect.compare_batch`, or
-per-data-set :class:`ArmArrays` pairs for the audits, plus the true effect.
+Each generator returns the two :class:`~pulse_ml.stats.arm_inputs.Arm` (control, treatment) of
+R data sets of one design for :func:`pulse_ml.stats.arm_batch.compare_batch` (vectorized:
+values (R, n), user ids (n,)) and no further options, or per-data-set arm pairs for the
+audits, plus the true effect.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import norm
 
-from pulse_ml.stats.arm_effect import BatchComparison
-from pulse_ml.stats.split_half import ArmArrays
+from pulse_ml.stats.arm_batch import BatchComparison
+from pulse_ml.stats.arm_inputs import Arm
 
 
 def coverage(b: BatchComparison, tau: float) -> tuple[float, float]:
@@ -28,7 +29,7 @@ def iid(reps: int, n: int, big_n: int, rho: float, seed: int, tau: float = 0.3):
     for mu in (0.0, tau):
         x = rng.normal(size=(reps, n + big_n))
         y = mu + rho * x + np.sqrt(1 - rho**2) * rng.normal(size=(reps, n + big_n))
-        arms += [y[:, :n], x[:, :n], x[:, n:]]
+        arms.append(Arm(y=y[:, :n], f=x[:, :n], f_unl=x[:, n:]))
     return arms, {}, tau
 
 
@@ -45,10 +46,8 @@ def few_unlabeled(reps: int, big_n: int, seed: int, users: int = 40, per_user: i
         codes = np.concatenate([lab[a], unl[a]])
         y = tau * a + u[:, codes] + x + rng.normal(size=(reps, n + big_n))
         f = x + 0.8 * u[:, codes] + 0.5 * rng.normal(size=(reps, n + big_n))
-        arms += [y[:, :n], f[:, :n], f[:, n:]]
-    kw = {"clusters_c": lab[0], "clusters_t": lab[1], "clusters_unl_c": unl[0],
-          "clusters_unl_t": unl[1]}
-    return arms, kw, tau
+        arms.append(Arm(y=y[:, :n], f=f[:, :n], f_unl=f[:, n:], users=lab[a], users_unl=unl[a]))
+    return arms, {}, tau
 
 
 def heavy_tailed(reps: int, seed: int, n_users: int = 300, label_p: float = 0.1):
@@ -65,12 +64,12 @@ def heavy_tailed(reps: int, seed: int, n_users: int = 300, label_p: float = 0.1)
     x = rng.normal(size=(reps, user.size))
     y = tau * arm + u[:, user] + v[:, user] * arm + x + rng.normal(size=(reps, user.size))
     f = x + 0.7 * u[:, user] + 0.6 * rng.normal(size=(reps, user.size))
-    arms, kw = [], {}
-    for a, name in ((0, "c"), (1, "t")):
+    arms = []
+    for a in (0, 1):
         m_l, m_u = (arm == a) & lab, (arm == a) & ~lab
-        arms += [y[:, m_l], f[:, m_l], f[:, m_u]]
-        kw[f"clusters_{name}"], kw[f"clusters_unl_{name}"] = user[m_l], user[m_u]
-    return arms, kw, tau
+        arms.append(Arm(y=y[:, m_l], f=f[:, m_l], f_unl=f[:, m_u], users=user[m_l],
+                        users_unl=user[m_u]))
+    return arms, {}, tau
 
 
 def _star_mean(center: float, scale: float) -> float:
@@ -88,7 +87,7 @@ def paper_scale(reps: int, seed: int, n: int = 200, big_n: int = 4000, rho: floa
         x = rng.normal(size=(reps, n + big_n))
         z = rho * x + np.sqrt(1 - rho**2) * rng.normal(size=(reps, n + big_n))
         y = np.clip(np.round(center + shift * a + scale * z), 1, 5)
-        arms += [y[:, :n], x[:, :n], x[:, n:]]
+        arms.append(Arm(y=y[:, :n], f=x[:, :n], f_unl=x[:, n:]))
     tau = _star_mean(center + shift, scale) - _star_mean(center, scale)
     return arms, {}, tau
 
@@ -112,7 +111,7 @@ def audit_dataset(seed: int, n_users: int = 200, per_user: int = 12, p_lab: floa
     pair = []
     for a in (0, 1):
         m_l, m_u = (arm == a) & lab, (arm == a) & ~lab
-        pair.append(ArmArrays(y[m_l], f[m_l], user[m_l], f[m_u], user[m_u]))
+        pair.append(Arm(y=y[m_l], f=f[m_l], f_unl=f[m_u], users=user[m_l], users_unl=user[m_u]))
     return pair, tau
 
 

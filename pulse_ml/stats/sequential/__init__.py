@@ -89,6 +89,13 @@ Notes:
     as for group-sequential designs (Armitage, McPherson & Rowe 1969;
     :func:`first_crossing_probabilities`).
 
+Where the names live (import them from their module; this package re-exports nothing):
+:mod:`.boundary` (``cs_multiplier``, ``mixture_rho``), :mod:`.monitor` (``monitor_effect``,
+``MonitorResult``), :mod:`.engine` (``look_moments``), :mod:`.planning` (``plan_monitoring``,
+``first_crossing_probabilities``), :mod:`.small_sample` (``t_multiplier``,
+``MIN_EFFECTIVE_UNITS``, ``within_window_effects``), :mod:`.simulation`
+(``simulate_monitoring``), :mod:`.stops`.
+
 References:
     I. Waudby-Smith, D. Arbour, R. Sinha, E. H. Kennedy, A. Ramdas. Time-uniform central limit
     theory and asymptotic confidence sequences. Annals of Statistics, 2024 (arXiv:2103.06476).
@@ -103,44 +110,3 @@ References:
     P. Armitage, C. K. McPherson, B. C. Rowe. Repeated significance tests on accumulating data.
     JRSS A 132(2), 1969.
 """
-
-from pulse_ml.stats.sequential.boundary import cs_multiplier, mixture_rho
-from pulse_ml.stats.sequential.monitor import (
-    ESTIMATORS,
-    TABLE_COLUMNS,
-    MonitorResult,
-    monitor_effect,
-)
-from pulse_ml.stats.sequential.planning import (
-    MonitorPlan,
-    SequentialPlan,
-    first_crossing_probabilities,
-    plan_monitoring,
-)
-from pulse_ml.stats.sequential.simulation import simulate_monitoring
-from pulse_ml.stats.sequential.small_sample import (
-    DRIFT_WARN_SE,
-    MIN_EFFECTIVE_UNITS,
-    effective_units,
-    t_multiplier,
-    within_window_effects,
-)
-
-__all__ = [
-    "DRIFT_WARN_SE",
-    "ESTIMATORS",
-    "MIN_EFFECTIVE_UNITS",
-    "TABLE_COLUMNS",
-    "MonitorPlan",
-    "MonitorResult",
-    "SequentialPlan",
-    "cs_multiplier",
-    "effective_units",
-    "first_crossing_probabilities",
-    "mixture_rho",
-    "monitor_effect",
-    "plan_monitoring",
-    "simulate_monitoring",
-    "t_multiplier",
-    "within_window_effects",
-]
