@@ -13,7 +13,7 @@ REGISTERED_MODEL = "pulse-satisfaction"
 CHAMPION = "champion"
 
 # Run tags.
-KIND = "kind"                      # family | trial | llm_judge | inference | ...
+KIND = "kind"                      # family | trial | llm_judge | inference | monitor | ...
 KIND_FAMILY = "family"
 KIND_JUDGE = "llm_judge"
 KIND_INFERENCE = "inference"
@@ -69,6 +69,11 @@ EVAL_SELECTION_FREE = "selection_free"
 EVAL_BEST_TRIAL = "best_trial"  # a champion trained before: its best trial's OOF (optimistic)
 
 # Runs that use a model (infer, audit, monitor).
+KIND_MONITOR = "monitor"
+KIND_AUDIT = "audit"
+MODE = "mode"                      # crossfit | in_sample: the predictions used
+CASE_STUDY = "case_study"
+VERDICT = "verdict"                # the audit's verdict
 MODEL_NAME = "model_name"
 MODEL_VERSION = "model_version"
 MODEL_URI = "model_uri"
