@@ -115,7 +115,7 @@ def comparison_frame(runs: pd.DataFrame, latest_only: bool = True,
         index=runs.index)
     seed = col(_tag(keys.SEED)).fillna(col(f"params.{keys.SEED}")).fillna("")
     # runs tagged since the grouping decides pairing; older family runs have the param
-    grouping = col(_tag(keys.CV_GROUP_BY)).fillna(col("params.cv.group_by"))
+    grouping = col(_tag(keys.CV_GROUP_BY)).fillna(col(f"params.{keys.CV_GROUP_BY_PARAM}"))
     out = pd.DataFrame({
         "name": name, "kind": kind.map(KINDS),
         "features": col(_tag(keys.FEATURE_SET)).fillna("raw conversation"),

@@ -357,22 +357,23 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
 
 def _log_fit(fit: FamilyFit, tuning: TuningSettings, config_yaml: str, oof: pd.DataFrame,
              files: list[Path], extra_metrics: dict[str, float]) -> None:
-    from pulse_ml.registry import runs
+    from pulse_ml.registry import keys, runs
 
     m = fit.metrics
     runs.log_family_run(
         run_name=fit.family, tags={},
         params={**{f"best.{k}": v for k, v in fit.best_params.items()},
-                "family": fit.family, "feature_set": fit.features.name,
-                "n_labeled": len(fit.y), "cv.n_splits": tuning.n_splits,
-                "cv.seed": tuning.cv_seed, "seed": tuning.seed,
-                "cv.group_by": "user_id" if tuning.group_by_user else "none",
-                "objective": tuning.objective, "n_trials_requested": tuning.n_trials,
-                "storage": tuning.storage, "study_name": tuning.study_name,
+                keys.FAMILY: fit.family, keys.FEATURE_SET: fit.features.name,
+                keys.N_LABELED: len(fit.y), "cv.n_splits": tuning.n_splits,
+                "cv.seed": tuning.cv_seed, keys.SEED: tuning.seed,
+                keys.CV_GROUP_BY_PARAM: (keys.GROUPED_BY_USER if tuning.group_by_user
+                                         else keys.NOT_GROUPED),
+                keys.OBJECTIVE: tuning.objective, "n_trials_requested": tuning.n_trials,
+                "storage": tuning.storage, keys.STUDY_NAME: tuning.study_name,
                 "workers": tuning.workers},
-        metrics={**m.as_dict(), "n_trials": fit.n_trials_total,
-                 "n_trials_complete": fit.n_complete, "tuning_time_s": fit.seconds,
-                 "best_trial": fit.best_number, **extra_metrics},
+        metrics={**m.as_dict(), keys.N_TRIALS: fit.n_trials_total,
+                 "n_trials_complete": fit.n_complete, keys.TUNING_TIME: fit.seconds,
+                 keys.BEST_TRIAL: fit.best_number, **extra_metrics},
         fold_metrics={"fold_mse": list(m.fold_mse), "fold_mae": list(m.fold_mae),
                       "fold_pearson": list(m.fold_pearson)},
         config_yaml=config_yaml, oof=oof, files=files)

@@ -17,6 +17,9 @@ KIND = "kind"                      # family | trial | llm_judge | inference | mo
 KIND_FAMILY = "family"
 KIND_JUDGE = "llm_judge"
 KIND_INFERENCE = "inference"
+KIND_LABELER = "llm_labeler"        # JUDGE_EXPERIMENT: a labeling batch (extract)
+KIND_DISCOVERY = "feature_discovery"  # JUDGE_EXPERIMENT: a feature discovery (discover)
+LABELER = "labeler"
 FAMILY = "family"
 JUDGE = "judge"
 FEATURE_SET = "feature_set"
@@ -28,6 +31,7 @@ PROMOTION_REASON = "promotion_reason"
 GIT_COMMIT = "git_commit"
 OBJECTIVE = "objective"
 CV_GROUP_BY = "cv_group_by"        # user_id | none: how the CV folds were grouped
+CV_GROUP_BY_PARAM = "cv.group_by"  # the same, as a param (family runs logged before the tag)
 GROUPED_BY_USER = "user_id"
 NOT_GROUPED = "none"
 

@@ -317,6 +317,7 @@ def promote_by_hand(version: str) -> Promotion:
                          f"{', '.join(sorted(versions, key=int)) or 'none'}).") from None
     current = champion_version()
     c.set_registered_model_alias(REGISTERED_MODEL, CHAMPION, str(version))
-    c.set_model_version_tag(REGISTERED_MODEL, str(version), "promotion", "promoted by hand")
+    c.set_model_version_tag(REGISTERED_MODEL, str(version), keys.PROMOTION,
+                           "promoted by hand")
     before = None if current is None else str(current.version)
     return Promotion(True, f"moved by hand from version {before}", before, None)
