@@ -65,6 +65,9 @@ PAIRED_PREFIX = "vs_champion_"  # + delta_mse, mse_ci_lower, ..., delta_r, r_ci_
 # other folds. The paired comparison with the champion uses these predictions, never the best
 # trial's own (chosen on those very folds: optimistic).
 SELECTION_FREE_OOF = "selection_free_oof.csv"  # artifact of a family run
+OOF_ARTIFACT = "oof_predictions.csv"  # artifact of a family run: the best trial's OOF table
+ENSEMBLE_ARTIFACT = "ensemble"        # pyfunc artifact key of the pickled ensemble
+OOF_PREDICTIONS_ARTIFACT = "oof_predictions"  # pyfunc artifact key of its OOF table
 SELECTION_FREE_PREFIX = "selection_free_"      # + cv_mse, cv_mae, cv_pearson, cv_spearman, ...
 SELECTION_FREE_CANDIDATES = "selection_free_candidates"  # trials the folds were chosen among
 SELECTION_FREE_TRIALS = "selection_free_fold_trials"  # tag: the trial chosen per fold

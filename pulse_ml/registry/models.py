@@ -14,7 +14,13 @@ import pandas as pd
 
 from pulse_ml.errors import PulseError
 from pulse_ml.redact import redact_text
-from pulse_ml.registry.keys import CHAMPION, REGISTERED_MODEL
+from pulse_ml.registry.keys import (
+    CHAMPION,
+    ENSEMBLE_ARTIFACT,
+    OOF_ARTIFACT,
+    OOF_PREDICTIONS_ARTIFACT,
+    REGISTERED_MODEL,
+)
 from pulse_ml.registry.lookup import require_store, version_of
 
 PIP_REQUIREMENTS = ["mlflow>=3.17,<3.18", "scikit-learn>=1.9,<2", "lightgbm>=4.7,<5",
@@ -80,11 +86,11 @@ def log_model(ensemble, example: pd.DataFrame, metrics: Mapping[str, float] | No
         signature = infer_signature(example, ensemble.predict(example))
         path = Path(tmp) / "ensemble.joblib"
         joblib.dump(ensemble, path)
-        oof_path = Path(tmp) / "oof_predictions.csv"
+        oof_path = Path(tmp) / OOF_ARTIFACT
         ensemble.oof.to_csv(oof_path, index=False)
         info = mlflow.pyfunc.log_model(
             name=ensemble.family, python_model=PulseSatisfactionModel(),
-            artifacts={"ensemble": str(path), "oof_predictions": str(oof_path)},
+            artifacts={ENSEMBLE_ARTIFACT: str(path), OOF_PREDICTIONS_ARTIFACT: str(oof_path)},
             signature=signature, input_example=example,
             pip_requirements=pip_requirements(ensemble.features),
             params={k: str(v) for k, v in (params or {}).items()} or None)
