@@ -377,7 +377,9 @@ def run_settings(job: TrainSettings) -> TrainResult:
     table = select_training(load_sessions(job.data_path, job.features, {}, only=[]),
                             job.selection)
     spec, tuning = job.model, job.tuning
-    if tuning.storage:  # a study database that does not answer fails before any MLflow run
+    # a study database that does not answer fails before any MLflow run (auto: a journal
+    # under the store, resolved per run; probing the word itself left a file 'auto' behind)
+    if tuning.storage and tuning.storage != STORAGE_AUTO:
         from pulse_ml.training.storage import open_storage
 
         open_storage(tuning.storage)
