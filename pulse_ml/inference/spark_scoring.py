@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pulse_ml.errors import PulseError
@@ -180,7 +181,7 @@ def checked_columns(sessions, features, path: str) -> list:
     return typed
 
 
-def score_spark(ensemble, model_uri: str, path: str | os.PathLike[str],
+def score_spark(ensemble, model_uri: str, predict_udf: Callable, path: str | os.PathLike[str],
                 out: str | os.PathLike[str], honest: bool = True, spark=None,
                 master: str | None = None) -> SparkScoreResult:
     """Score a Parquet session table with ``mlflow.pyfunc.spark_udf``; write Parquet ``out``.
@@ -196,7 +197,11 @@ def score_spark(ensemble, model_uri: str, path: str | os.PathLike[str],
     Args:
         ensemble: The loaded :class:`~pulse_ml.models.crossfit.CrossFitEnsemble` of
             ``model_uri`` (its feature set and out-of-fold table).
-        model_uri: The MLflow model URI the UDF loads (``models:/pulse-satisfaction@champion``).
+        model_uri: The MLflow model URI the UDF loads (``models:/pulse-satisfaction@champion``),
+            named in messages and in the output's marker file.
+        predict_udf: ``predict_udf(spark)`` -> the model as a Spark UDF returning a double
+            (the job passes :func:`pulse_ml.registry.models.spark_udf` for ``model_uri``;
+            inference never loads models itself).
         path: Input Parquet file or directory, any Spark-readable location (kept as a string:
             ``s3a://bucket/sessions/``, ``hdfs://...``, a local directory).
         out: Output Parquet directory (Spark writes one file per partition): columns
@@ -217,7 +222,6 @@ def score_spark(ensemble, model_uri: str, path: str | os.PathLike[str],
 
     from pulse_ml.inference.scoring import check_columns
     from pulse_ml.models.honest_lookup import HonestLookup, mismatch_note, same_fingerprint
-    from pulse_ml.registry.models import spark_udf
 
     path, out = os.fspath(path), os.fspath(out)
     check_spark_paths(path, out)
@@ -233,7 +237,7 @@ def score_spark(ensemble, model_uri: str, path: str | os.PathLike[str],
     check_columns(path, sessions.columns, needed, model_uri)
     start = time.perf_counter()
     cols = checked_columns(sessions, features, path)
-    predict = spark_udf(spark, model_uri)
+    predict = predict_udf(spark)
     sid = F.col("session_id").cast("string").alias("session_id")
     if lookup is None:
         scored = sessions.select(sid, predict(F.struct(*cols)).alias("prediction"),

@@ -116,11 +116,10 @@ def _column_scores(sessions: pd.DataFrame, path: str, column: str) -> np.ndarray
 
 def _model_scores(sessions: pd.DataFrame, path: str, uri: str, cache: dict) -> np.ndarray:
     from pulse_ml.inference.honest import honest_data
-    from pulse_ml.registry import models
+    from pulse_ml.registry.analysis import open_model
 
     if uri not in cache:
-        ensemble, _ = models.load_model(uri)
-        data = honest_data(sessions, path, ensemble, {}, only=[])
+        data = honest_data(sessions, path, open_model(uri).ensemble, {}, only=[])
         for note in data.notes:  # e.g. reused session ids that keep the fold-model mean
             say(f"note: {uri}: {note}")
         cache[uri] = data.predictions

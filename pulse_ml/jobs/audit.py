@@ -101,17 +101,19 @@ def run(cfg: Node):
     """Entry point of ``pulse-ml audit``."""
     from pulse_ml.env.locations import check_outputs
     from pulse_ml.inference.audit import consistency, split_half
-    from pulse_ml.registry import models
+    from pulse_ml.registry.analysis import open_model
+    from pulse_ml.registry.lookup import require_model
     from pulse_ml.registry.store import store_locations
 
     job = settings_from_config(cfg)
     check_outputs("audit", [("output", job.output, "folder")], [("data.path", job.data_path)],
                   store_locations())
     name, mode, settings = job.case_study, job.mode, job.settings
-    models.require_model(job.model_uri)  # "no model" is said before any data is read
+    require_model(job.model_uri)  # "no model" is said before any data is read
     raw = read_frame(job.data_path)
-    ensemble, version = models.load_model(job.model_uri)
-    data = honest_data(raw, job.data_path, ensemble, job.case_studies, [name], mode)
+    model = open_model(job.model_uri)
+    version = model.version
+    data = honest_data(raw, job.data_path, model.ensemble, job.case_studies, [name], mode)
     table, preds, notes = data.table, data.predictions, data.notes
     study = table.case_study(name)
     truth = _truth_check(job, table, preds, study)
@@ -218,8 +220,8 @@ def _log_run(job: AuditSettings, result, check, files: list[Path], version, raw)
     consistency check's ``consistency_rate_naive``, ``consistency_rate_augmented``,
     ``consistency_mc_se``, ``consistency_gap``, ``mean_se_ratio``; tag ``verdict``.
     """
-    from pulse_ml.registry import links, runs
-    from pulse_ml.sessions.fingerprint import data_fingerprint
+    from pulse_ml.registry import keys, runs
+    from pulse_ml.registry.analysis import dataset_input, run_line
 
     metrics = {f"split_half_{k}_{m}": float(getattr(a, k))
                for m, a in result.audits.items() for k in ("rate", "mc_se")}
@@ -231,20 +233,17 @@ def _log_run(job: AuditSettings, result, check, files: list[Path], version, raw)
         "consistency_gap", "mean_se_ratio")})
     run_id = runs.log_inference_run(
         f"audit-{job.case_study}",
-        tags={"kind": "audit", "case_study": job.case_study, "mode": job.mode,
-              "model_uri": job.model_uri, "verdict": result.verdict},
+        tags={keys.KIND: keys.KIND_AUDIT, keys.CASE_STUDY: job.case_study, keys.MODE: job.mode,
+              keys.MODEL_URI: job.model_uri, keys.VERDICT: result.verdict},
         params={"data_path": job.data_path, "replications": job.replications,
                 "split_half_replications": job.split_half_replications,
                 "hide_share": job.hide_share, "seed": job.seed,
                 "alpha": job.settings.alpha, "clusters": job.settings.clusters},
         metrics=metrics, files=files, model_version=version,
-        dataset={"frame": raw, "source": job.data_path, "name": Path(job.data_path).stem,
-                 "fingerprint": data_fingerprint(raw, list(raw.columns))},
+        dataset=dataset_input(raw, job.data_path),
         description=(f"Split-half audit of case study `{job.case_study}` "
                      f"({job.split_half_replications} splits; verdict "
                      f"{result.verdict}) and labeled-vs-unlabeled consistency check "
                      f"({job.replications} hidings), {job.mode} predictions, model "
                      f"`{job.model_uri}`."))
-    hint = links.ui_hint_once()
-    say(f"MLflow run {run_id} in experiment pulse-infer: {runs.run_link(run_id)}"
-          + (f"\n{hint}" if hint else ""))
+    say(run_line(run_id))

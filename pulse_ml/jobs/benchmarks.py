@@ -89,7 +89,7 @@ def settings_from_config(cfg: Node) -> BenchmarksJob:
 def _model_deltas(job: BenchmarksJob, comparisons: list[BenchmarkComparison]):
     """Delta_H per row (and per category) from the session table and the registered model."""
     from pulse_ml.inference.honest import honest_data
-    from pulse_ml.registry import models
+    from pulse_ml.registry.analysis import open_model
     from pulse_ml.sessions.case_studies import load_configured
     from pulse_ml.sessions.readers import read_frame
 
@@ -115,8 +115,8 @@ def _model_deltas(job: BenchmarksJob, comparisons: list[BenchmarkComparison]):
         raise PulseError(f"{job.data_path}: none of the comparisons' case studies "
                          f"({', '.join(c.case_study for c in comparisons)}) is in column "
                          "'case_study'. Use source=paper to correlate the paper's own columns.")
-    ensemble, version = models.load_model(job.model_uri)
-    data = honest_data(raw, job.data_path, ensemble, load_configured(job.case_study_dirs),
+    model = open_model(job.model_uri)
+    data = honest_data(raw, job.data_path, model.ensemble, load_configured(job.case_study_dirs),
                        [c.case_study for c in wanted])
     table, preds = data.table, data.predictions
     deltas, cats = [], []
@@ -128,8 +128,8 @@ def _model_deltas(job: BenchmarksJob, comparisons: list[BenchmarkComparison]):
                                job.settings)
         cat.insert(0, "comparison", comp.name)
         cats.append(cat)
-    meta = {"model": job.model_uri, "model_family": ensemble.family,
-            "model_version": None if version is None else str(version.version)}
+    meta = {"model": model.uri, "model_family": model.family,
+            "model_version": model.version_number}
     notes = [*notes, *table.notes, *data.notes]
     return wanted, deltas, pd.concat(cats, ignore_index=True), notes, meta
 

@@ -21,6 +21,7 @@ import pandas as pd
 
 from pulse_ml.errors import PulseError
 from pulse_ml.llm.config import LLMConfig
+from pulse_ml.registry import keys
 from pulse_ml.settings import llm_config_from_mapping
 
 
@@ -96,7 +97,7 @@ def discover(s: DiscoverSettings) -> DiscoverResult:
         (stage / json_path.name).write_text(payload, encoding="utf-8")
     run_id = log_run(
         JUDGE_EXPERIMENT, f"discover-{'+'.join(names)}",
-        tags={"kind": "feature_discovery"},
+        tags={keys.KIND: keys.KIND_DISCOVERY},
         params={"models": ",".join(m.model for m in s.models), "n_conversations": len(sample),
                 "seed": s.seed, "data_path": str(s.data_path)},
         metrics={**usage.metrics(), "n_features": len(ranked), "n_proposals": len(proposals),

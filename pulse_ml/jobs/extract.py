@@ -38,6 +38,7 @@ from pulse_ml.extract.table import (
     read_ratings,
 )
 from pulse_ml.llm.config import LLMConfig
+from pulse_ml.registry import keys
 from pulse_ml.settings import llm_config_from_mapping
 
 # out= suffix -> format (every one `pulse-ml validate` reads back).
@@ -152,7 +153,7 @@ def log_labels(out: pd.DataFrame, s: ExtractSettings, usage, wall_s: float) -> s
     errors = out.loc[out["label_errors"] != "", ["session_id", "label_errors"]]
     return log_run(
         JUDGE_EXPERIMENT, f"label-{s.labeler.name}",
-        tags={"kind": "llm_labeler", "labeler": s.labeler.name},
+        tags={keys.KIND: keys.KIND_LABELER, keys.LABELER: s.labeler.name},
         params={**llm_params(s.labeler), "input": s.input, "n_sessions": len(out)},
         metrics={**usage.metrics(), "n_sessions": len(out),
                  "n_sessions_with_errors": len(errors), "wall_time_s": wall_s},

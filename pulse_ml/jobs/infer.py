@@ -51,6 +51,7 @@ from pulse_ml.inference.effects import (
 from pulse_ml.inference.honest import PREDICTION_MODES, honest_data
 from pulse_ml.inference.randomization import INFERENCE_MODES, RandomizationSettings
 from pulse_ml.names import write_csv
+from pulse_ml.registry import keys
 from pulse_ml.report.tables import level_pct, markdown_table, say, text_table
 from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.readers import is_simulated, load_ground_truth, read_frame
@@ -162,7 +163,7 @@ def log_run(job: InferJob, effects: pd.DataFrame, files: list[Path], version, me
     run input) and has the session table as a dataset input (context ``inference``).
     """
     from pulse_ml.registry import runs
-    from pulse_ml.sessions.fingerprint import data_fingerprint
+    from pulse_ml.registry.analysis import dataset_input
 
     metrics = {}
     for row in effects.itertuples(index=False):
@@ -173,17 +174,16 @@ def log_run(job: InferJob, effects: pd.DataFrame, files: list[Path], version, me
             metrics[f"{row.case_study}.ci_reduction_pct"] = row.ci_reduction_pct
     return runs.log_inference_run(
         f"infer-{job.mode}",
-        tags={"kind": "inference", "mode": job.mode, "model_uri": job.model_uri,
-              "model_version": "" if version is None else str(version.version),
-              "model_family": "" if version is None else (version.tags or {}).get("family", "")},
+        tags={keys.KIND: keys.KIND_INFERENCE, keys.MODE: job.mode, keys.MODEL_URI: job.model_uri,
+              keys.MODEL_VERSION: "" if version is None else str(version.version),
+              keys.MODEL_FAMILY: "" if version is None
+              else (version.tags or {}).get(keys.FAMILY, "")},
         params={"data_path": job.data_path, "alpha": job.settings.alpha,
                 "clusters": job.settings.clusters, "mode": job.mode,
                 "n_labeled_oof": meta["n_labeled_with_oof"]},
         metrics=metrics, files=files, model_version=version,
-        dataset=None if raw is None else {
-            "frame": raw, "source": job.data_path, "name": Path(job.data_path).stem,
-            "fingerprint": meta.get("data_fingerprint")
-            or data_fingerprint(raw, list(raw.columns))},
+        dataset=None if raw is None else dataset_input(raw, job.data_path,
+                                                       meta.get("data_fingerprint")),
         description=(f"{job.mode} PPI++ vs naive effects of {effects['case_study'].nunique()} "
                      f"case stud{'y' if effects['case_study'].nunique() == 1 else 'ies'} with "
                      f"model `{job.model_uri}` (version {meta['model_version']}, "
@@ -191,13 +191,6 @@ def log_run(job: InferJob, effects: pd.DataFrame, files: list[Path], version, me
                      f"`{Path(job.data_path).name}`"
                      + ("; intervals NOT valid (in-sample predictions)"
                         if job.mode == "in_sample" else "") + "."))
-
-
-def _run_link(run_id: str) -> str:
-    from pulse_ml.registry import links, runs
-
-    hint = links.ui_hint_once()
-    return runs.run_link(run_id) + (f"\n{hint}" if hint else "")
 
 
 def printable(effects: pd.DataFrame, truth: dict[str, float],
@@ -245,16 +238,18 @@ def run(cfg: Node) -> pd.DataFrame:
 def run_settings(job: InferJob) -> pd.DataFrame:
     """Infer with typed settings (``pipeline`` calls this directly)."""
     from pulse_ml.env.locations import check_outputs
-    from pulse_ml.registry import models, store
+    from pulse_ml.registry.analysis import open_model, run_line
+    from pulse_ml.registry.lookup import require_model
+    from pulse_ml.registry.store import store_locations
     from pulse_ml.report.html import run_identity
 
     check_outputs("infer", [("output", job.output, "folder")], [("data.path", job.data_path)],
-                  store.store_locations())
-    models.require_model(job.model_uri)  # "no model" is said before any data is read
+                  store_locations())
+    require_model(job.model_uri)  # "no model" is said before any data is read
     raw = read_frame(job.data_path)  # bad files fail before the model loads
-    if job.log_mlflow:
-        store.connect(write=True)  # a read-only store fails now, not after the work
-    ensemble, version = models.load_model(job.model_uri)
+    # a read-only store fails before the model loads, not after the work
+    model = open_model(job.model_uri, write_store=job.log_mlflow)
+    ensemble, version = model.ensemble, model.version
     data = honest_data(raw, job.data_path, ensemble, job.case_studies, job.only, job.mode)
     table, preds, n_oof = data.table, data.predictions, data.n_with_oof
     honesty_notes = list(data.notes)
@@ -266,10 +261,8 @@ def run_settings(job: InferJob) -> pd.DataFrame:
     results = [analyse(table, preds, study, job.settings) for study in table.case_studies]
     effects = effects_frame(results)
     truth = load_ground_truth(job.data_path)
-    meta = {"model": job.model_uri,
-            "model_version": None if version is None else str(version.version),
-            "model_family": ensemble.family, "feature_set": ensemble.features.name,
-            "mode": job.mode, "alpha": job.settings.alpha, "inference": job.inference,
+    meta = {**model.meta(), "mode": job.mode, "alpha": job.settings.alpha,
+            "inference": job.inference,
             "randomization": {r.study.name: {
                 "unit": r.randomization.unit, "n_assignments": r.randomization.n_assignments,
                 "exhaustive": r.randomization.exhaustive,
@@ -284,16 +277,15 @@ def run_settings(job: InferJob) -> pd.DataFrame:
                          if r.comparison.warnings},
             "valid_intervals": job.mode == "crossfit",
             **run_identity(version, raw)}
-    tags = {} if version is None else dict(version.tags or {})
+    tags = model.version_tags
     lineage = {"model_uri": job.model_uri, "version": meta["model_version"],
-               "family": ensemble.family, "feature_set": ensemble.features.name,
-               "data_fingerprint": tags.get("data_fingerprint", ""),
-               **{k: tags[k] for k in ("cv_mse", "cv_mae", "cv_pearson", "git_commit")
-                  if k in tags}}
+               "family": model.family, "feature_set": model.feature_set,
+               "data_fingerprint": tags.get(keys.DATA_FINGERPRINT, ""),
+               **{k: tags[k] for k in (keys.CV_MSE, keys.CV_MAE, keys.CV_PEARSON,
+                                       keys.GIT_COMMIT) if k in tags}}
     files = write_outputs(job, effects, results, meta, truth, lineage)
     run_id = log_run(job, effects, files, version, meta, raw) if job.log_mlflow else None
-    say(f"model {job.model_uri} (version {meta['model_version']}, {ensemble.family}, features "
-        f"'{ensemble.features.name}'); {job.mode} predictions ({n_oof} labeled sessions got "
+    say(f"{model.describe()}; {job.mode} predictions ({n_oof} labeled sessions got "
         "their out-of-fold prediction)")
     if job.print_table:
         say(text_table(printable(effects, truth, job.settings.alpha, job.inference), digits=3))
@@ -325,7 +317,7 @@ def run_settings(job: InferJob) -> pd.DataFrame:
                 "are alike — see label_shift.csv, or correct it with reweight=true.")
     say(f"written to {job.output}: " + ", ".join(f.name for f in files))
     if run_id:
-        say(f"MLflow run {run_id} in experiment pulse-infer: {_run_link(run_id)}")
+        say(run_line(run_id))
     if job.mode == "in_sample":
         print(IN_SAMPLE_WARNING)  # one line: the warning is grepped for
     return effects

@@ -35,6 +35,7 @@ import pandas as pd
 from pulse_ml.errors import PulseError
 from pulse_ml.llm.config import LLMConfig
 from pulse_ml.names import file_part, write_csv
+from pulse_ml.registry import keys
 from pulse_ml.settings import llm_config_from_mapping
 from pulse_ml.training.folds import FoldSettings
 
@@ -173,9 +174,11 @@ def judge(s: JudgeSettings) -> JudgeResult:
         write_table(feature.table, s.table_out, "pulse-ml judge: table_out")
     run_id = log_run(
         TRAIN_EXPERIMENT, f"judge-{s.judge.name}",
-        tags={"kind": "llm_judge", "judge": s.judge.name, "data_path": str(s.data_path)},
+        tags={keys.KIND: keys.KIND_JUDGE, keys.JUDGE: s.judge.name,
+              "data_path": str(s.data_path)},
         params={**llm_params(s.judge), "n_splits": s.folds.n_splits, "cv_seed": s.folds.seed,
-                "cv_group_by": "user_id" if s.folds.group_by_user else "none",
+                keys.CV_GROUP_BY: (keys.GROUPED_BY_USER if s.folds.group_by_user
+                                   else keys.NOT_GROUPED),
                 "sessions": s.sessions,
                 "table_out": str(s.table_out) if s.table_out else "none"},
         metrics=metrics, tables={"judgments.csv": judgments},

@@ -132,8 +132,8 @@ def log_run(job: MonitorJob, result: Monitoring, files: list[Path], version, met
     As ``infer``: the run is tagged with and linked to the model version it used (its logged
     model is a run input), has the session table as a dataset input and a description.
     """
-    from pulse_ml.registry import runs
-    from pulse_ml.sessions.fingerprint import data_fingerprint
+    from pulse_ml.registry import keys, runs
+    from pulse_ml.registry.analysis import dataset_input
 
     metrics: dict[str, float] = {}
     for name, t_star in result.target_labels.items():
@@ -154,9 +154,10 @@ def log_run(job: MonitorJob, result: Monitoring, files: list[Path], version, met
     s = job.settings
     return runs.log_inference_run(
         "monitor",
-        tags={"kind": "monitor", "mode": "crossfit", "model_uri": job.model_uri,
-              "model_version": "" if version is None else str(version.version),
-              "model_family": meta["model_family"]},
+        tags={keys.KIND: keys.KIND_MONITOR, keys.MODE: "crossfit",
+              keys.MODEL_URI: job.model_uri,
+              keys.MODEL_VERSION: "" if version is None else str(version.version),
+              keys.MODEL_FAMILY: meta["model_family"]},
         params={"data_path": job.data_path, "alpha": s.alpha,
                 "clusters": "user_id" if s.clusters else "none", "looks": s.looks.describe(),
                 "horizon_days": s.horizon_days, "target_labels": s.target_labels,
@@ -164,9 +165,7 @@ def log_run(job: MonitorJob, result: Monitoring, files: list[Path], version, met
                 "case_studies": ",".join(result.target_labels),
                 "n_labeled_oof": meta["n_labeled_with_oof"]},
         metrics=metrics, files=files, model_version=version,
-        dataset=None if raw is None else {
-            "frame": raw, "source": job.data_path, "name": Path(job.data_path).stem,
-            "fingerprint": data_fingerprint(raw, list(raw.columns))},
+        dataset=None if raw is None else dataset_input(raw, job.data_path),
         description=_description(result, meta, job))
 
 
@@ -183,13 +182,6 @@ def _description(result: Monitoring, meta: dict, job: MonitorJob) -> str:
     return "\n".join(lines)
 
 
-def _run_link(run_id: str) -> str:
-    from pulse_ml.registry import links, runs
-
-    hint = links.ui_hint_once()
-    return runs.run_link(run_id) + (f"\n{hint}" if hint else "")
-
-
 def run(cfg: Node) -> Monitoring:
     """Entry point of ``pulse-ml monitor``."""
     return run_settings(settings_from_config(cfg))
@@ -198,22 +190,21 @@ def run(cfg: Node) -> Monitoring:
 def run_settings(job: MonitorJob) -> Monitoring:
     """Monitor with typed settings: every check runs before anything is written or logged."""
     from pulse_ml.env.locations import check_outputs
-    from pulse_ml.registry import models, store
+    from pulse_ml.registry.analysis import open_model, run_line
+    from pulse_ml.registry.lookup import require_model
+    from pulse_ml.registry.store import store_locations
 
     check_outputs("monitor", [("output", job.output, "folder")], [("data.path", job.data_path)],
-                  store.store_locations())
-    models.require_model(job.model_uri)  # "no model" is said before any data is read
+                  store_locations())
+    require_model(job.model_uri)  # "no model" is said before any data is read
     raw = read_frame(job.data_path)  # bad files fail before the model loads
-    if job.log_mlflow:
-        store.connect(write=True)  # a read-only store fails now, not after the work
-    ensemble, version = models.load_model(job.model_uri)
+    # a read-only store fails before the model loads, not after the work
+    model = open_model(job.model_uri, write_store=job.log_mlflow)
+    ensemble, version = model.ensemble, model.version
     data = honest_data(raw, job.data_path, ensemble, job.case_studies, job.only, "crossfit")
     table = data.table
     result = monitor(table, data.predictions, job.settings)
-    meta = {"model": job.model_uri,
-            "model_version": None if version is None else str(version.version),
-            "model_family": ensemble.family, "feature_set": ensemble.features.name,
-            "mode": "crossfit", "data": job.data_path, "alpha": job.settings.alpha,
+    meta = {**model.meta(), "mode": "crossfit", "data": job.data_path, "alpha": job.settings.alpha,
             "clusters": "user_id" if job.settings.clusters else "none",
             "looks": job.settings.looks.describe(), "horizon_days": job.settings.horizon_days,
             "target_labels": result.target_labels, "targets": result.targets,
@@ -226,8 +217,7 @@ def run_settings(job: MonitorJob) -> Monitoring:
             "warnings": list(result.warnings), **run_identity(version, raw)}
     files = write_outputs(job, result, meta)
     run_id = log_run(job, result, files, version, meta, raw) if job.log_mlflow else None
-    say(f"model {job.model_uri} (version {meta['model_version']}, {ensemble.family}, features "
-          f"'{ensemble.features.name}'); honest predictions ({data.n_with_oof} labeled sessions "
+    say(f"{model.describe()}; honest predictions ({data.n_with_oof} labeled sessions "
           f"got their out-of-fold prediction); alpha {job.settings.alpha}, clusters "
           f"{meta['clusters']}, looks {meta['looks']}")
     for study, first in zip(result.data.studies, result.data.first_day, strict=True):
@@ -245,5 +235,5 @@ def run_settings(job: MonitorJob) -> Monitoring:
           "confidence sequence (valid at every look at once)")
     say(f"written to {job.output}: " + ", ".join(f.name for f in files))
     if run_id:
-        say(f"MLflow run {run_id} in experiment pulse-infer: {_run_link(run_id)}")
+        say(run_line(run_id))
     return result

@@ -58,7 +58,7 @@ class Design:
 
 def run(cfg):
     """Entry point of ``pulse-ml plan``."""
-    from pulse_ml.registry import models
+    from pulse_ml.registry.analysis import open_model
     from pulse_ml.stats.arm_effect import theoretical_width_ratio
     from pulse_ml.stats.power import labels_needed
 
@@ -75,10 +75,10 @@ def run(cfg):
     sd_pred = number(cfg, "sd_pred", "plan", 0, None, open_interval=True, optional=True)
     source = "given"
     if rho is None or sd is None:
-        ensemble, version = models.load_model(str(cfg.model_uri))
-        oof = ensemble.oof
-        source = (f"{cfg.model_uri} (version {getattr(version, 'version', '?')}, "
-                  f"{ensemble.family}, {len(oof)} out-of-fold predictions)")
+        model = open_model(str(cfg.model_uri))
+        oof = model.ensemble.oof
+        source = (f"{cfg.model_uri} (version {getattr(model.version, 'version', '?')}, "
+                  f"{model.family}, {len(oof)} out-of-fold predictions)")
         rho = pearson(oof["rating"].to_numpy(), oof["prediction"].to_numpy()) if rho is None \
             else rho
         sd = float(np.std(oof["rating"].to_numpy(), ddof=1)) if sd is None else sd

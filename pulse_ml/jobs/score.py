@@ -71,7 +71,7 @@ def settings_from_config(cfg) -> ScoreJob:
 def run(cfg) -> ScoreResult:
     """Entry point of ``pulse-ml score``."""
     from pulse_ml.env.locations import check_outputs
-    from pulse_ml.registry import models
+    from pulse_ml.registry.analysis import open_model
     from pulse_ml.registry.store import store_locations
 
     job = settings_from_config(cfg)
@@ -80,8 +80,10 @@ def run(cfg) -> ScoreResult:
     if job.engine == "spark":  # no local preflight: the input may be s3a:// or a directory
         return _run_spark(job)
     preflight(Path(job.data_path), Path(job.out), job.settings)  # fail fast, before the model
-    ensemble, version = models.load_model(job.model_uri)
-    label = job.model_uri + (f" (version {version.version})" if version is not None else "")
+    model = open_model(job.model_uri)
+    ensemble = model.ensemble
+    label = job.model_uri + (f" (version {model.version_number})"
+                             if model.version is not None else "")
     mode = ("honest (out-of-fold for training sessions)" if job.settings.honest
             else "fold-model mean for every session")
     say(f"scoring {job.data_path} with {label}, {ensemble.family}, features "
@@ -98,15 +100,20 @@ def run(cfg) -> ScoreResult:
 
 def _run_spark(job: ScoreJob):
     """``engine=spark``: :func:`pulse_ml.inference.spark_scoring.score_spark`."""
+    from functools import partial
+
     from pulse_ml.inference.spark_scoring import check_spark_paths, require_pyspark, score_spark
     from pulse_ml.registry import models
+    from pulse_ml.registry.analysis import open_model
 
     require_pyspark()  # before loading anything
     check_spark_paths(job.data_path, job.out)
-    ensemble, _ = models.load_model(job.model_uri)
+    ensemble = open_model(job.model_uri).ensemble
     say(f"scoring {job.data_path} on Spark ({job.spark_master or 'local[*]'}) with "
           f"{job.model_uri} through mlflow.pyfunc.spark_udf")
-    result = score_spark(ensemble, job.model_uri, job.data_path, job.out,
+    result = score_spark(ensemble, job.model_uri, partial(models.spark_udf,
+                                                           model_uri=job.model_uri),
+                         job.data_path, job.out,
                          honest=job.settings.honest, master=job.spark_master)
     say(f"scored {result.n_rows} sessions in {result.seconds:.1f} s; {result.n_honest} got "
           "their out-of-fold prediction")

@@ -43,7 +43,6 @@ from pulse_ml.config import Node, choice, flag, mapping, names, number, text, to
 from pulse_ml.errors import PulseError
 from pulse_ml.models.factory import ModelSpec, model_spec_from_mapping
 from pulse_ml.models.text_cache import cache_folder
-from pulse_ml.names import write_csv
 from pulse_ml.report.tables import say, wrap_lines
 from pulse_ml.sessions.feature_sets import FeatureSet
 from pulse_ml.sessions.table import SessionTable, load_sessions, note_lines
@@ -52,12 +51,14 @@ from pulse_ml.stats.paired import expected_ci_reduction_at_ratio
 from pulse_ml.training import report
 from pulse_ml.training.family import FamilyFit, tune_family
 from pulse_ml.training.paired import PairedSettings
+from pulse_ml.training.promotion_rule import RULES, decide
 from pulse_ml.training.report import TrainResult
 from pulse_ml.training.selection import (
     TrainingSelection,
     parse_trained_before,
     select_training,
 )
+from pulse_ml.training.study_files import study_files
 from pulse_ml.training.tuning import OBJECTIVES, TuningSettings
 
 PROMOTE_MODES = {"auto": "move the alias when the promotion rule says so",
@@ -65,10 +66,6 @@ PROMOTE_MODES = {"auto": "move the alias when the promotion rule says so",
 REGISTER_MODES = {"candidates": "register a version only when the promotion rule would promote it",
                   "always": "register every trained model",
                   "never": "register nothing (true/false mean always/never)"}
-RULES = {"significant": "promote when the paired 95% interval excludes 0 in the new model's "
-                        "favour",
-         "better": "promote on any strict improvement of the objective",
-         "manual": "never promote automatically (pulse-ml promote version=N)"}
 GROUP_MODES = {"user_id": "all sessions of a user in one fold",
                "none": "plain shuffled KFold, as the paper"}
 STORAGE_AUTO = "auto"
@@ -227,27 +224,6 @@ def resolve_storage(tuning: TuningSettings, spec: ModelSpec, features: FeatureSe
     return replace(tuning, study_name=name, storage=trials.study_storage(name))
 
 
-def _study_files(fit: FamilyFit, objective: str, folder: Path) -> list[Path]:
-    """Optimization history (CSV + PNG) and parameter importances (JSON + PNG) of the study."""
-    import json
-
-    from pulse_ml.report.plots import importance_plot, study_history_plot
-
-    folder.mkdir(parents=True, exist_ok=True)
-    files = []
-    if fit.history is not None and len(fit.history):
-        write_csv(fit.history, folder / "optimization_history.csv")
-        study_history_plot(fit.history, folder / "optimization_history.png", objective,
-                           f"{fit.family}: optimization history ({fit.study_name})")
-        files += [folder / "optimization_history.csv", folder / "optimization_history.png"]
-    if fit.importances:
-        (folder / "param_importances.json").write_text(json.dumps(fit.importances, indent=2))
-        importance_plot(fit.importances, folder / "param_importances.png",
-                        f"{fit.family}: hyper-parameter importances (fANOVA)")
-        files += [folder / "param_importances.json", folder / "param_importances.png"]
-    return files
-
-
 def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> TrainResult:
     """Tune one family, log it to ``pulse-train``, compare with the champion, register, promote.
 
@@ -288,7 +264,7 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
         red = float(expected_ci_reduction_at_ratio(r, n_unl / max(n_lab, 1)))
         red_ref = float(expected_ci_reduction_at_ratio(r, job.ci_ratio))
         with tempfile.TemporaryDirectory() as tmp:
-            files = _study_files(fit, objective, Path(tmp) / "study")
+            files = study_files(fit, objective, Path(tmp) / "study")
             _log_fit(fit, tuning, job.config_yaml, with_users(fit.ensemble.oof, fit.labeled),
                      files, {keys.N_LABELED: n_lab, keys.N_UNLABELED: n_unl,
                              keys.EXPECTED_CI_REDUCTION: 100 * red,
@@ -297,7 +273,7 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
         champion = promotion.current_champion()
         paired, evaluation = champion_oof.paired_with_champion(
             free, fit.labeled, fp, label_fp, champion, job.promotion.paired, group_by)
-        decision = champion_oof.with_evaluation_note(promotion.decide(
+        decision = champion_oof.with_evaluation_note(decide(
             job.promotion.rule, objective, values[objective], fp, champion, paired, label_fp,
             group_by), evaluation)
         logged = models.log_model(fit.ensemble, fit.labeled, metrics=values,
@@ -344,7 +320,7 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
         text_ = report.describe(result, fit, data_name, tuning, registered)
         if version:
             models.describe_version(version, text_)
-        runs.set_tags({**decision.tags(), keys.REGISTERED_VERSION: version or "",
+        runs.set_tags({**promotion.decision_tags(decision), keys.REGISTERED_VERSION: version or "",
                        **({keys.PAIRED_EVALUATION: evaluation} if evaluation else {}),
                        keys.PROMOTION: "promoted" if promoted else "kept",
                        keys.PROMOTION_REASON: reason[:5000], keys.NOTE: text_,
@@ -357,22 +333,23 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
 
 def _log_fit(fit: FamilyFit, tuning: TuningSettings, config_yaml: str, oof: pd.DataFrame,
              files: list[Path], extra_metrics: dict[str, float]) -> None:
-    from pulse_ml.registry import runs
+    from pulse_ml.registry import keys, runs
 
     m = fit.metrics
     runs.log_family_run(
         run_name=fit.family, tags={},
         params={**{f"best.{k}": v for k, v in fit.best_params.items()},
-                "family": fit.family, "feature_set": fit.features.name,
-                "n_labeled": len(fit.y), "cv.n_splits": tuning.n_splits,
-                "cv.seed": tuning.cv_seed, "seed": tuning.seed,
-                "cv.group_by": "user_id" if tuning.group_by_user else "none",
-                "objective": tuning.objective, "n_trials_requested": tuning.n_trials,
-                "storage": tuning.storage, "study_name": tuning.study_name,
+                keys.FAMILY: fit.family, keys.FEATURE_SET: fit.features.name,
+                keys.N_LABELED: len(fit.y), "cv.n_splits": tuning.n_splits,
+                "cv.seed": tuning.cv_seed, keys.SEED: tuning.seed,
+                keys.CV_GROUP_BY_PARAM: (keys.GROUPED_BY_USER if tuning.group_by_user
+                                         else keys.NOT_GROUPED),
+                keys.OBJECTIVE: tuning.objective, "n_trials_requested": tuning.n_trials,
+                "storage": tuning.storage, keys.STUDY_NAME: tuning.study_name,
                 "workers": tuning.workers},
-        metrics={**m.as_dict(), "n_trials": fit.n_trials_total,
-                 "n_trials_complete": fit.n_complete, "tuning_time_s": fit.seconds,
-                 "best_trial": fit.best_number, **extra_metrics},
+        metrics={**m.as_dict(), keys.N_TRIALS: fit.n_trials_total,
+                 "n_trials_complete": fit.n_complete, keys.TUNING_TIME: fit.seconds,
+                 keys.BEST_TRIAL: fit.best_number, **extra_metrics},
         fold_metrics={"fold_mse": list(m.fold_mse), "fold_mae": list(m.fold_mae),
                       "fold_pearson": list(m.fold_pearson)},
         config_yaml=config_yaml, oof=oof, files=files)
@@ -400,7 +377,9 @@ def run_settings(job: TrainSettings) -> TrainResult:
     table = select_training(load_sessions(job.data_path, job.features, {}, only=[]),
                             job.selection)
     spec, tuning = job.model, job.tuning
-    if tuning.storage:  # a study database that does not answer fails before any MLflow run
+    # a study database that does not answer fails before any MLflow run (auto: a journal
+    # under the store, resolved per run; probing the word itself left a file 'auto' behind)
+    if tuning.storage and tuning.storage != STORAGE_AUTO:
         from pulse_ml.training.storage import open_storage
 
         open_storage(tuning.storage)

@@ -42,7 +42,7 @@ def champion_oof(run_id: str) -> tuple[pd.DataFrame | None, str]:
     table = _artifact(run_id, keys.SELECTION_FREE_OOF)
     if table is not None:
         return table, keys.EVAL_SELECTION_FREE
-    return _artifact(run_id, "oof_predictions.csv"), keys.EVAL_BEST_TRIAL
+    return _artifact(run_id, keys.OOF_ARTIFACT), keys.EVAL_BEST_TRIAL
 
 
 def log_selection_free(free: SelectionFree | None, labeled: pd.DataFrame) -> None:

@@ -13,10 +13,13 @@ REGISTERED_MODEL = "pulse-satisfaction"
 CHAMPION = "champion"
 
 # Run tags.
-KIND = "kind"                      # family | trial | llm_judge | inference | ...
+KIND = "kind"                      # family | trial | llm_judge | inference | monitor | ...
 KIND_FAMILY = "family"
 KIND_JUDGE = "llm_judge"
 KIND_INFERENCE = "inference"
+KIND_LABELER = "llm_labeler"        # JUDGE_EXPERIMENT: a labeling batch (extract)
+KIND_DISCOVERY = "feature_discovery"  # JUDGE_EXPERIMENT: a feature discovery (discover)
+LABELER = "labeler"
 FAMILY = "family"
 JUDGE = "judge"
 FEATURE_SET = "feature_set"
@@ -28,6 +31,7 @@ PROMOTION_REASON = "promotion_reason"
 GIT_COMMIT = "git_commit"
 OBJECTIVE = "objective"
 CV_GROUP_BY = "cv_group_by"        # user_id | none: how the CV folds were grouped
+CV_GROUP_BY_PARAM = "cv.group_by"  # the same, as a param (family runs logged before the tag)
 GROUPED_BY_USER = "user_id"
 NOT_GROUPED = "none"
 
@@ -69,6 +73,9 @@ PAIRED_PREFIX = "vs_champion_"  # + delta_mse, mse_ci_lower, ..., delta_r, r_ci_
 # other folds. The paired comparison with the champion uses these predictions, never the best
 # trial's own (chosen on those very folds: optimistic).
 SELECTION_FREE_OOF = "selection_free_oof.csv"  # artifact of a family run
+OOF_ARTIFACT = "oof_predictions.csv"  # artifact of a family run: the best trial's OOF table
+ENSEMBLE_ARTIFACT = "ensemble"        # pyfunc artifact key of the pickled ensemble
+OOF_PREDICTIONS_ARTIFACT = "oof_predictions"  # pyfunc artifact key of its OOF table
 SELECTION_FREE_PREFIX = "selection_free_"      # + cv_mse, cv_mae, cv_pearson, cv_spearman, ...
 SELECTION_FREE_CANDIDATES = "selection_free_candidates"  # trials the folds were chosen among
 SELECTION_FREE_TRIALS = "selection_free_fold_trials"  # tag: the trial chosen per fold
@@ -77,6 +84,11 @@ EVAL_SELECTION_FREE = "selection_free"
 EVAL_BEST_TRIAL = "best_trial"  # a champion trained before: its best trial's OOF (optimistic)
 
 # Runs that use a model (infer, audit, monitor).
+KIND_MONITOR = "monitor"
+KIND_AUDIT = "audit"
+MODE = "mode"                      # crossfit | in_sample: the predictions used
+CASE_STUDY = "case_study"
+VERDICT = "verdict"                # the audit's verdict
 MODEL_NAME = "model_name"
 MODEL_VERSION = "model_version"
 MODEL_URI = "model_uri"

@@ -51,9 +51,7 @@ def require_model(model_uri: str, fallback: bool = True) -> None:
 
         connect(write=False)
         try:
-            from pulse_ml.registry.models import _version_of
-
-            _version_of(model_uri)
+            version_of(model_uri)
             return
         except MlflowException:
             pass
@@ -62,6 +60,26 @@ def require_model(model_uri: str, fallback: bool = True) -> None:
                      "`pulse-ml train` (or `pulse-ml pipeline`), promote one with "
                      "`pulse-ml promote version=N`, or pass model_uri=... "
                      "(e.g. models:/pulse-satisfaction/1).")
+
+
+def version_of(model_uri: str):
+    """The MLflow model version a ``models:/name@alias`` or ``models:/name/N`` URI names.
+
+    Returns:
+        The ``ModelVersion``, or None for another form (``models:/name/latest``).
+
+    Raises:
+        MlflowException: no such model, alias or version.
+    """
+    import mlflow
+
+    rest = model_uri[len("models:/"):]
+    c = mlflow.MlflowClient()
+    if "@" in rest:
+        name, alias = rest.split("@", 1)
+        return c.get_model_version_by_alias(name, alias)
+    name, _, ver = rest.partition("/")
+    return c.get_model_version(name, ver) if ver.isdigit() else None
 
 
 def _sqlite_has_version(rest: str) -> bool | None:

@@ -14,8 +14,14 @@ import pandas as pd
 
 from pulse_ml.errors import PulseError
 from pulse_ml.redact import redact_text
-from pulse_ml.registry.keys import CHAMPION, REGISTERED_MODEL
-from pulse_ml.registry.lookup import require_model, require_store  # noqa: F401 - for the jobs
+from pulse_ml.registry.keys import (
+    CHAMPION,
+    ENSEMBLE_ARTIFACT,
+    OOF_ARTIFACT,
+    OOF_PREDICTIONS_ARTIFACT,
+    REGISTERED_MODEL,
+)
+from pulse_ml.registry.lookup import require_store, version_of
 
 PIP_REQUIREMENTS = ["mlflow>=3.17,<3.18", "scikit-learn>=1.9,<2", "lightgbm>=4.7,<5",
                     "pandas>=2.2", "numpy>=2.0", "joblib", "pulse-ml"]
@@ -80,11 +86,11 @@ def log_model(ensemble, example: pd.DataFrame, metrics: Mapping[str, float] | No
         signature = infer_signature(example, ensemble.predict(example))
         path = Path(tmp) / "ensemble.joblib"
         joblib.dump(ensemble, path)
-        oof_path = Path(tmp) / "oof_predictions.csv"
+        oof_path = Path(tmp) / OOF_ARTIFACT
         ensemble.oof.to_csv(oof_path, index=False)
         info = mlflow.pyfunc.log_model(
             name=ensemble.family, python_model=PulseSatisfactionModel(),
-            artifacts={"ensemble": str(path), "oof_predictions": str(oof_path)},
+            artifacts={ENSEMBLE_ARTIFACT: str(path), OOF_PREDICTIONS_ARTIFACT: str(oof_path)},
             signature=signature, input_example=example,
             pip_requirements=pip_requirements(ensemble.features),
             params={k: str(v) for k, v in (params or {}).items()} or None)
@@ -186,7 +192,7 @@ def load_registered(model_uri: str):
                          "(paper mode, intervals not valid).") from None
     version = None
     if model_uri.startswith("models:/"):
-        version = _version_of(model_uri)
+        version = version_of(model_uri)
     return ensemble, version
 
 
@@ -201,7 +207,7 @@ def _missing_files(model_uri: str, exc: BaseException) -> str | None:
     source = ""
     if model_uri.startswith("models:/"):
         try:
-            version = _version_of(model_uri)
+            version = version_of(model_uri)
         except MlflowException:
             return None  # no such model or alias: the generic message says so
         if version is None:
@@ -210,16 +216,6 @@ def _missing_files(model_uri: str, exc: BaseException) -> str | None:
     return (f"model '{model_uri}'{source} is registered, but its files are missing: the "
             "artifact folder was deleted or moved. Restore the store's artifacts folder from a "
             "backup, or retrain and register a new version with `pulse-ml train`.")
-
-
-def _version_of(model_uri: str):
-    rest = model_uri[len("models:/"):]
-    c = client()
-    if "@" in rest:
-        name, alias = rest.split("@", 1)
-        return c.get_model_version_by_alias(name, alias)
-    name, _, ver = rest.partition("/")
-    return c.get_model_version(name, ver) if ver.isdigit() else None
 
 
 def version_summary(version) -> dict:

@@ -8,6 +8,8 @@ import joblib
 import mlflow.pyfunc
 import pandas as pd
 
+from pulse_ml.registry.keys import ENSEMBLE_ARTIFACT
+
 THREADS_ENV = "PULSE_PREDICT_THREADS"
 
 
@@ -33,7 +35,7 @@ class PulseSatisfactionModel(mlflow.pyfunc.PythonModel):
         """Load the pickled ensemble from the model's artifacts and its fast predictor."""
         from pulse_ml.models.fast_predict import FastPredictor
 
-        self.ensemble = joblib.load(context.artifacts["ensemble"])
+        self.ensemble = joblib.load(context.artifacts[ENSEMBLE_ARTIFACT])
         self.predictor = FastPredictor(self.ensemble, threads=predict_threads())
 
     def predict(self, context, model_input: pd.DataFrame, params=None):

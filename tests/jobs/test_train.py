@@ -112,6 +112,16 @@ def test_two_workers_share_a_journal_study_and_resume(small_demo, pulse_home, tm
     assert len(names) == 1
 
 
+def test_default_storage_leaves_nothing_in_the_working_folder(small_demo, pulse_home, tmp_path,
+                                                              monkeypatch):
+    """``tuning.storage=auto`` is a journal under the store, never a file ./auto."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    _train(small_demo, "model=mean", "register=never")
+    assert sorted(p.name for p in cwd.iterdir()) == []
+
+
 def test_workers_without_storage_is_a_clear_error(small_demo, pulse_home):
     with pytest.raises(PulseError, match="tuning.storage"):
         _train(small_demo, "model=mean", "tuning.workers=2", "tuning.storage=memory")

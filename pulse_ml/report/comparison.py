@@ -1,0 +1,70 @@
+"""How ``pulse-ml compare`` shows its tables: the terminal view, the ablation view and notes.
+
+Pure formatting of the comparison table (``registry.run_table.comparison_frame``) and the
+ablation table (``training.comparison.ablation_frame``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def terminal_view(shown: pd.DataFrame) -> pd.DataFrame:
+    """The columns that fit 100 columns: name, features, scores, both CI reductions, ΔMSE.
+
+    The paired intervals follow in their own table; MSE's ± std is in comparison.md.
+    """
+    view = pd.DataFrame({"name": shown["name"], "features": shown["features"]})
+    view["mse"] = shown["mse"]
+    view["r"] = [f"{m:.3f}±{s:.3f}" if pd.notna(s) else f"{m:.3f}"
+                 for m, s in zip(shown["r"], shown["r_std"], strict=True)]
+    for col in ("ci_red_%", "ci_red_ref_%", "version"):
+        if col in shown:
+            view[col] = shown[col]
+    if "cv_group_by" in shown and shown.loc[shown["kind"] == "model", "cv_group_by"].nunique() > 1:
+        view["folds"] = shown["cv_group_by"]  # runs that differ only in cv.group_by
+    if "d_mse" in shown:
+        view["d_mse"] = ["reference" if ci == "reference" else
+                         (f"{d:+.3f}" if pd.notna(d) else "")
+                         for d, ci in zip(shown["d_mse"], shown["d_mse_ci"], strict=True)]
+    return view
+
+
+def ablation_view(ablation: pd.DataFrame, group_by: list[str]) -> pd.DataFrame:
+    """The printed ablation table: ``mean ± sd`` strings."""
+    def pm(mean, sd, digits):
+        return (f"{mean:.{digits}f}" if not np.isfinite(sd) else
+                f"{mean:.{digits}f} ± {sd:.{digits}f}") if np.isfinite(mean) else "-"
+
+    view = ablation[[*group_by, "runs", "seeds"]].copy()
+    for key, label, digits in (("mse", "mse", 4), ("mae", "mae", 4), ("r", "r", 4),
+                               ("ci_red", "ci_red_%", 2), ("ci_red_ref", "ci_red_ref_%", 2)):
+        view[label] = [pm(m, s, digits) for m, s in zip(ablation[f"{key}_mean"],
+                                                        ablation[f"{key}_sd"], strict=True)]
+    return view
+
+
+def ablation_notes(ablation: pd.DataFrame, group_by: list[str]) -> list[str]:
+    """What the rows pool: several families, feature sets or data fingerprints (pure)."""
+    notes = []
+    pooled = [k for k, c in (("family", "families"), ("features", "feature_sets"))
+              if k not in group_by and (ablation[c] > 1).any()]
+    if pooled:
+        notes.append(f"note: rows pool runs of several {' and '.join(pooled)}; add them to "
+                     f"group_by (e.g. group_by=[{','.join([*pooled, *group_by])}]) to "
+                     "separate them.")
+    if "datasets" in ablation and (ablation["datasets"] > 1).any():
+        notes.append(f"note: rows pool runs on {int(ablation['datasets'].max())} different "
+                     "training data (data fingerprints): their sd mixes data changes with "
+                     "seeds; pass data_fingerprint=<prefix> to keep one.")
+    notes.append("note: the sd over seeds measures tuning/estimator randomness on fixed folds; "
+                 "the paired interval of `pulse-ml compare` measures the data's noise.")
+    return notes
+
+
+def plot_subtitle(table: pd.DataFrame, reference_label: str | None) -> str:
+    """The chart's second title line: which data (fingerprints) and which reference model."""
+    data = sorted({str(d)[:10] for d in table["data"] if str(d)}) or ["unrecorded"]
+    return (f"data fingerprint {', '.join(data[:3])}{' …' if len(data) > 3 else ''}; "
+            f"reference {reference_label or 'none'}")
