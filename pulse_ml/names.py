@@ -90,11 +90,6 @@ def metric_key(key: str) -> str:
     return clean[:MAX_METRIC_KEY - len(suffix)] + suffix
 
 
-def metric_keys(metrics: dict) -> dict:
-    """A metrics mapping with every key passed through :func:`metric_key`."""
-    return {metric_key(str(k)): v for k, v in metrics.items()}
-
-
 def _neutral_text(values: pd.Series) -> pd.Series:
     """``values`` with a ``'`` before each text that a spreadsheet would run as a formula.
 

@@ -27,10 +27,6 @@ _KEY_VALUE = re.compile(rf"(?i)(?<![\w.-])({_SECRET_KEY})(\s*=\s*)"
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^\s/?#@:]*):(\S*)@")
 
 
-def _is_secret_key(key: str) -> bool:
-    return re.fullmatch(_SECRET_KEY, key, flags=re.I) is not None
-
-
 def redact_uri(uri: str) -> str:
     """``uri`` with its password (user-info and secret query values) replaced by ``***``.
 

@@ -299,6 +299,3 @@ def effects_frame(results: list[CaseStudyResult]) -> pd.DataFrame:
     return frame
 
 
-def settings_dict(settings: InferenceSettings) -> dict:
-    """Settings as a plain dict (for logging)."""
-    return asdict(settings)

@@ -144,11 +144,6 @@ def format_conversation(transcript: str | list[dict]) -> str:
                        for t in turns)
 
 
-def estimate_tokens(text: str) -> int:
-    """Token estimate of ``text`` (4 characters per token; no tokenizer download)."""
-    return (len(text) + 3) // 4
-
-
 def truncate_middle(text: str, max_chars: int) -> str:
     """Cut ``text`` to ``max_chars`` keeping its start and end, marking the cut."""
     if len(text) <= max_chars:

@@ -36,11 +36,6 @@ def run_url(experiment_id: str, run_id: str) -> str:
     return f"{ui_base()}/#/experiments/{experiment_id}/runs/{run_id}{_VIEW}"
 
 
-def experiment_url(experiment_id: str) -> str:
-    """Address of an experiment's runs table."""
-    return f"{ui_base()}/#/experiments/{experiment_id}/runs{_VIEW}"
-
-
 def model_version_url(name: str, version: str) -> str:
     """Address of a registered model version's page."""
     return f"{ui_base()}/#/models/{quote(name)}/versions/{version}"

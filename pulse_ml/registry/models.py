@@ -133,19 +133,6 @@ def describe_version(version: str, description: str) -> None:
     client().update_model_version(REGISTERED_MODEL, str(version), description=description)
 
 
-def log_and_register_model(ensemble, example: pd.DataFrame, version_tags: Mapping[str, str],
-                           register: bool = True):
-    """Log the ensemble (:func:`log_model`) and, optionally, register it.
-
-    Returns:
-        The registered model version (str) or None.
-    """
-    logged = log_model(ensemble, example)
-    if not register:
-        return None
-    return register_version(logged, version_tags)
-
-
 def load_model(model_uri: str):
     """Point MLflow at the store and load a registered pulse model (see :func:`load_registered`).
 
@@ -216,14 +203,6 @@ def _missing_files(model_uri: str, exc: BaseException) -> str | None:
     return (f"model '{model_uri}'{source} is registered, but its files are missing: the "
             "artifact folder was deleted or moved. Restore the store's artifacts folder from a "
             "backup, or retrain and register a new version with `pulse-ml train`.")
-
-
-def version_summary(version) -> dict:
-    """A JSON-friendly summary of a model version (for result files)."""
-    if version is None:
-        return {}
-    return {"name": version.name, "version": str(version.version),
-            "tags": dict(version.tags or {}), "run_id": version.run_id}
 
 
 def dumps(obj) -> str:

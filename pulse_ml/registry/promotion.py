@@ -13,8 +13,7 @@ from pulse_ml.errors import PulseError
 from pulse_ml.registry import keys
 from pulse_ml.registry.keys import CHAMPION, REGISTERED_MODEL
 from pulse_ml.registry.models import champion_version, client
-from pulse_ml.stats.paired import PairedComparison
-from pulse_ml.training.promotion_rule import Champion, Decision, decide
+from pulse_ml.training.promotion_rule import Champion, Decision
 
 
 @dataclass(frozen=True)
@@ -77,16 +76,6 @@ def apply_decision(version: str, decision: Decision, auto: bool = True) -> Promo
                        keys.PROMOTION: "promoted" if promote else "kept"}.items():
         c.set_model_version_tag(REGISTERED_MODEL, str(version), key, value)
     return Promotion(promote, reason, decision.champion_version, decision.champion_value)
-
-
-def decide_and_promote(version: str, objective: str, value: float, fingerprint: str,
-                       auto: bool = True, rule: str = "better",
-                       paired: PairedComparison | None = None,
-                       cv_group_by: str | None = None) -> Promotion:
-    """Apply the promotion rule to a registered ``version`` and move the alias when it wins."""
-    decision = decide(rule, objective, value, fingerprint, current_champion(), paired,
-                      new_cv_group_by=cv_group_by)
-    return apply_decision(version, decision, auto)
 
 
 def promote_by_hand(version: str) -> Promotion:

@@ -101,15 +101,6 @@ class TrialLogger:
         c.set_tag(self.parent_run_id, keys.BEST_TRIAL, str(number))
 
 
-def log_trials(parent_run_id: str, experiment_id: str, trials, family: str,
-               objective: str = keys.CV_MSE) -> TrialLogger:
-    """Log finished trials as nested runs of the family run (see :class:`TrialLogger`)."""
-    logger = TrialLogger(parent_run_id, experiment_id, family, objective)
-    for trial in trials:
-        logger(trial)
-    return logger
-
-
 def study_storage(study_name: str) -> str | None:
     """Journal file of an Optuna study kept beside the tracking store (``tuning.storage=auto``).
 

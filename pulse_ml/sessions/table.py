@@ -271,11 +271,6 @@ def validate_frame(
                         case_studies=tuple(studies), notes=tuple(notes))
 
 
-def read_table(path: str | Path) -> pd.DataFrame:
-    """Read a session-table file without validating it (Parquet, CSV or JSONL)."""
-    return read_frame(path)
-
-
 def load_sessions(
     path: str | Path,
     features: FeatureSet,

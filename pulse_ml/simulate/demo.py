@@ -12,18 +12,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pulse_ml.env.paths import project_root
 from pulse_ml.errors import PulseError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from pulse_ml.simulate.generator import SimulateSettings
-
-
-def default_demo_path() -> Path:
-    """Where ``pulse-ml simulate`` writes the demo session table by default."""
-    return project_root() / "data" / "demo" / "sessions.parquet"
 
 
 def write_demo(settings: SimulateSettings, out: Path, events: bool = False,

@@ -48,7 +48,3 @@ def make_folds(n: int, n_splits: int, seed: int, groups=None) -> np.ndarray:
     return folds
 
 
-def folds_for(n: int, settings: FoldSettings, users=None) -> np.ndarray:
-    """:func:`make_folds` with the ``cv`` settings (users ignored unless ``group_by_user``)."""
-    return make_folds(n, settings.n_splits, settings.seed,
-                      users if settings.group_by_user else None)
