@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pulse_ml import keys
 from pulse_ml.errors import PulseError
 
 SPARK_MISSING = ("engine=spark needs pyspark (and Java 17): pip install 'pulse-ml[scale]', "
@@ -271,7 +272,7 @@ def score_spark(ensemble, model_uri: str, predict_udf: Callable, path: str | os.
     from pulse_ml.inference.spark_output import spark_output
 
     # staged and put in place complete; an existing out only replaced when pulse-ml wrote it
-    with spark_output(spark, out, {"model_uri": model_uri, "input": path}) as (target, mode):
+    with spark_output(spark, out, {keys.MODEL_URI: model_uri, "input": path}) as (target, mode):
         scored.write.mode(mode).parquet(target)
         written = spark.read.parquet(target)
         counts = written.agg(F.count("*").alias("n"), F.sum("honest").alias("h")).collect()[0]

@@ -220,7 +220,8 @@ def _log_run(job: AuditSettings, result, check, files: list[Path], version, raw)
     consistency check's ``consistency_rate_naive``, ``consistency_rate_augmented``,
     ``consistency_mc_se``, ``consistency_gap``, ``mean_se_ratio``; tag ``verdict``.
     """
-    from pulse_ml.registry import keys, runs
+    from pulse_ml import keys
+    from pulse_ml.registry import runs
     from pulse_ml.registry.analysis import dataset_input, run_line
 
     metrics = {f"split_half_{k}_{m}": float(getattr(a, k))

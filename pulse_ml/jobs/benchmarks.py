@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from pulse_ml import keys
 from pulse_ml.config import Node, choice, names, number
 from pulse_ml.errors import PulseError
 from pulse_ml.inference.effects import CLUSTER_MODES, InferenceSettings
@@ -128,8 +129,8 @@ def _model_deltas(job: BenchmarksJob, comparisons: list[BenchmarkComparison]):
                                job.settings)
         cat.insert(0, "comparison", comp.name)
         cats.append(cat)
-    meta = {"model": model.uri, "model_family": model.family,
-            "model_version": model.version_number}
+    meta = {"model": model.uri, keys.MODEL_FAMILY: model.family,
+            keys.MODEL_VERSION: model.version_number}
     notes = [*notes, *table.notes, *data.notes]
     return wanted, deltas, pd.concat(cats, ignore_index=True), notes, meta
 
@@ -215,5 +216,5 @@ def _subtitle(job: BenchmarksJob, meta: dict) -> str:
     """The scatter's title: the data and model its Delta_H come from."""
     if meta.get("model"):
         return (f"Delta_H from {Path(job.data_path).name}, model {meta['model']} (version "
-                f"{meta.get('model_version')}, {meta.get('model_family')}), PPI++")
+                f"{meta.get(keys.MODEL_VERSION)}, {meta.get(keys.MODEL_FAMILY)}), PPI++")
     return f"Delta_H from {job.source} (no session data or model)"

@@ -30,10 +30,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from pulse_ml import keys
 from pulse_ml.config import Node, flag, names, number, text
 from pulse_ml.errors import DataError, PulseError
 from pulse_ml.names import file_part, write_csv
-from pulse_ml.registry import keys
 from pulse_ml.registry.run_table import HIDDEN, comparison_frame, tag_column
 from pulse_ml.report.comparison import (
     ablation_notes,
@@ -167,7 +167,7 @@ def paired_frame(table: pd.DataFrame, reference, settings: PairedSettings,
     if ref_oof is None:
         return pd.DataFrame(), []
     ref_rows = table[table["run_id"] == ref_run]
-    ref_group = (str(ref_rows["cv_group_by"].iloc[0]) or None) if len(ref_rows) else None
+    ref_group = (str(ref_rows[keys.CV_GROUP_BY].iloc[0]) or None) if len(ref_rows) else None
     users = _Users(users_from)
     rows, skipped = [], []
     on_sessions = (table["data"] == ref_fp) | (

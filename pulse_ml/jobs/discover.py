@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from pulse_ml import keys
 from pulse_ml.errors import PulseError
 from pulse_ml.llm.config import LLMConfig
-from pulse_ml.registry import keys
 from pulse_ml.settings import llm_config_from_mapping
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from pulse_ml import keys
 from pulse_ml.errors import PulseError
 from pulse_ml.extract.readers import find_files, read_sessions, skipped_by_file
 from pulse_ml.extract.table import (
@@ -38,7 +39,6 @@ from pulse_ml.extract.table import (
     read_ratings,
 )
 from pulse_ml.llm.config import LLMConfig
-from pulse_ml.registry import keys
 from pulse_ml.settings import llm_config_from_mapping
 
 # out= suffix -> format (every one `pulse-ml validate` reads back).

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from pulse_ml import keys
 from pulse_ml import settings as shared
 from pulse_ml.config import Node, choice, flag, number
 from pulse_ml.errors import PulseError
@@ -51,7 +52,6 @@ from pulse_ml.inference.effects import (
 from pulse_ml.inference.honest import PREDICTION_MODES, honest_data
 from pulse_ml.inference.randomization import INFERENCE_MODES, RandomizationSettings
 from pulse_ml.names import write_csv
-from pulse_ml.registry import keys
 from pulse_ml.report.tables import level_pct, markdown_table, say, text_table
 from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.readers import is_simulated, load_ground_truth, read_frame
@@ -136,8 +136,8 @@ def write_outputs(job: InferJob, effects: pd.DataFrame, results: list[CaseStudyR
         (out / "effects.md").write_text(header + markdown_table(effects, 4) + "\n")
         forest_plot(effects, out / "forest.png", truth or None,
                     title=f"Effects in {Path(job.data_path).name} (treatment − control)",
-                    subtitle=f"model {meta['model']} (v{meta['model_version']}, "
-                             f"{meta['model_family']}), {job.mode} predictions",
+                    subtitle=f"model {meta['model']} (v{meta[keys.MODEL_VERSION]}, "
+                             f"{meta[keys.MODEL_FAMILY]}), {job.mode} predictions",
                     invalid=job.mode == "in_sample", alpha=job.settings.alpha)
         feats = pd.concat([r.features for r in results], ignore_index=True)
         write_csv(feats, out / "features.csv")
@@ -183,11 +183,11 @@ def log_run(job: InferJob, effects: pd.DataFrame, files: list[Path], version, me
                 "n_labeled_oof": meta["n_labeled_with_oof"]},
         metrics=metrics, files=files, model_version=version,
         dataset=None if raw is None else dataset_input(raw, job.data_path,
-                                                       meta.get("data_fingerprint")),
+                                                       meta.get(keys.DATA_FINGERPRINT)),
         description=(f"{job.mode} PPI++ vs naive effects of {effects['case_study'].nunique()} "
                      f"case stud{'y' if effects['case_study'].nunique() == 1 else 'ies'} with "
-                     f"model `{job.model_uri}` (version {meta['model_version']}, "
-                     f"{meta['model_family']}, features `{meta['feature_set']}`) on "
+                     f"model `{job.model_uri}` (version {meta[keys.MODEL_VERSION]}, "
+                     f"{meta[keys.MODEL_FAMILY]}, features `{meta[keys.FEATURE_SET]}`) on "
                      f"`{Path(job.data_path).name}`"
                      + ("; intervals NOT valid (in-sample predictions)"
                         if job.mode == "in_sample" else "") + "."))
@@ -278,9 +278,9 @@ def run_settings(job: InferJob) -> pd.DataFrame:
             "valid_intervals": job.mode == "crossfit",
             **run_identity(version, raw)}
     tags = model.version_tags
-    lineage = {"model_uri": job.model_uri, "version": meta["model_version"],
-               "family": model.family, "feature_set": model.feature_set,
-               "data_fingerprint": tags.get(keys.DATA_FINGERPRINT, ""),
+    lineage = {keys.MODEL_URI: job.model_uri, "version": meta[keys.MODEL_VERSION],
+               "family": model.family, keys.FEATURE_SET: model.feature_set,
+               keys.DATA_FINGERPRINT: tags.get(keys.DATA_FINGERPRINT, ""),
                **{k: tags[k] for k in (keys.CV_MSE, keys.CV_MAE, keys.CV_PEARSON,
                                        keys.GIT_COMMIT) if k in tags}}
     files = write_outputs(job, effects, results, meta, truth, lineage)

@@ -32,10 +32,10 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from pulse_ml import keys
 from pulse_ml.errors import PulseError
 from pulse_ml.llm.config import LLMConfig
 from pulse_ml.names import file_part, write_csv
-from pulse_ml.registry import keys
 from pulse_ml.settings import llm_config_from_mapping
 from pulse_ml.training.folds import FoldSettings
 
@@ -175,7 +175,7 @@ def judge(s: JudgeSettings) -> JudgeResult:
     run_id = log_run(
         TRAIN_EXPERIMENT, f"judge-{s.judge.name}",
         tags={keys.KIND: keys.KIND_JUDGE, keys.JUDGE: s.judge.name,
-              "data_path": str(s.data_path)},
+              keys.DATA_PATH: str(s.data_path)},
         params={**llm_params(s.judge), "n_splits": s.folds.n_splits, "cv_seed": s.folds.seed,
                 keys.CV_GROUP_BY: (keys.GROUPED_BY_USER if s.folds.group_by_user
                                    else keys.NOT_GROUPED),
@@ -193,8 +193,8 @@ def run(cfg) -> JudgeResult:
     n_judged = result.judgments.shape[0]
     if m["n_sessions"] > 0:
         scored = (f"{int(m['n_sessions'])} labeled, {int(m['n_missing'])} missing: "
-                  f"MSE {m['cv_mse']:.3f} ± {m['cv_mse_std']:.3f}, MAE {m['cv_mae']:.3f}, "
-                  f"r {m['cv_pearson']:.3f}, Spearman {m['cv_spearman']:.3f}")
+                  f"MSE {m[keys.CV_MSE]:.3f} ± {m['cv_mse_std']:.3f}, MAE {m[keys.CV_MAE]:.3f}, "
+                  f"r {m[keys.CV_PEARSON]:.3f}, Spearman {m[keys.CV_SPEARMAN]:.3f}")
     else:
         scored = "no labeled session: no metrics"
     print(f"judge {n_judged} session(s) ({scored}); "

@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from pulse_ml import keys
 from pulse_ml import settings as shared
 from pulse_ml.config import Node, choice, flag, names, number
 from pulse_ml.errors import PulseError
@@ -116,7 +117,7 @@ def write_outputs(job: MonitorJob, result: Monitoring, meta: dict) -> list[Path]
     paths = [out / name for name in FILES]
     doc = {**meta, "stops": _records(result.stops), "rows": _records(result.frame)}
     title = (f"Monitoring {Path(job.data_path).name} with {meta['model']} (version "
-             f"{meta['model_version']}, {meta['model_family']}); alpha {job.settings.alpha}")
+             f"{meta[keys.MODEL_VERSION]}, {meta[keys.MODEL_FAMILY]}); alpha {job.settings.alpha}")
     with staged_outputs(out) as stage:
         (stage / FILES[0]).write_text(json.dumps(doc, indent=2, default=str) + "\n",
                                       encoding="utf-8")
@@ -132,7 +133,7 @@ def log_run(job: MonitorJob, result: Monitoring, files: list[Path], version, met
     As ``infer``: the run is tagged with and linked to the model version it used (its logged
     model is a run input), has the session table as a dataset input and a description.
     """
-    from pulse_ml.registry import keys, runs
+    from pulse_ml.registry import runs
     from pulse_ml.registry.analysis import dataset_input
 
     metrics: dict[str, float] = {}
@@ -157,7 +158,7 @@ def log_run(job: MonitorJob, result: Monitoring, files: list[Path], version, met
         tags={keys.KIND: keys.KIND_MONITOR, keys.MODE: "crossfit",
               keys.MODEL_URI: job.model_uri,
               keys.MODEL_VERSION: "" if version is None else str(version.version),
-              keys.MODEL_FAMILY: meta["model_family"]},
+              keys.MODEL_FAMILY: meta[keys.MODEL_FAMILY]},
         params={"data_path": job.data_path, "alpha": s.alpha,
                 "clusters": "user_id" if s.clusters else "none", "looks": s.looks.describe(),
                 "horizon_days": s.horizon_days, "target_labels": s.target_labels,
@@ -174,7 +175,7 @@ def _description(result: Monitoring, meta: dict, job: MonitorJob) -> str:
     lines = [f"Anytime-valid monitoring (naive vs PPI++ confidence sequences, alpha "
              f"{job.settings.alpha}) of {len(result.targets)} case stud"
              f"{'y' if len(result.targets) == 1 else 'ies'} with model `{job.model_uri}` "
-             f"(version {meta['model_version']}, {meta['model_family']}) on "
+             f"(version {meta[keys.MODEL_VERSION]}, {meta[keys.MODEL_FAMILY]}) on "
              f"`{Path(job.data_path).name}`, looks {meta['looks']}."]
     for name, target in result.targets.items():
         lines.append(f"- {name}: " + "; ".join(stop_lines(result.stops, result.frame, name))

@@ -24,6 +24,7 @@ from dataclasses import replace
 
 import pandas as pd
 
+from pulse_ml import keys
 from pulse_ml.config import Node, choice, compose, flag, number
 from pulse_ml.errors import PulseError
 from pulse_ml.report.tables import level_pct, say, text_table
@@ -76,7 +77,7 @@ def run(cfg: Node) -> dict:
         effects = infer_job.run_settings(replace(infer_settings, print_table=False))
     fams = pd.DataFrame([{
         "family": r.family, "features": r.feature_set,
-        "cv_mse": r.metrics.mse, "r": r.metrics.pearson,
+        keys.CV_MSE: r.metrics.mse, "r": r.metrics.pearson,
         "vs_champion": "-" if r.paired is None else
         f"v{r.champion_version}: {r.paired.delta_mse:+.3f} [{r.paired.mse_ci_lower:+.3f}, "
         f"{r.paired.mse_ci_upper:+.3f}]",

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from pulse_ml import keys
 from pulse_ml import settings as shared
 from pulse_ml.config import Node, choice, flag, mapping, names, number, text, to_yaml
 from pulse_ml.errors import PulseError
@@ -232,7 +233,7 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
         spec: The model family.
         job: Typed train settings (tuning, register mode, promotion rule, CI-reduction ratio).
     """
-    from pulse_ml.registry import champion_oof, keys, models, promotion, runs, trials
+    from pulse_ml.registry import champion_oof, models, promotion, runs, trials
     from pulse_ml.registry import store as tracking
     from pulse_ml.training.family import fingerprint, label_fingerprint, training_data
     from pulse_ml.training.paired import with_users
@@ -333,7 +334,7 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
 
 def _log_fit(fit: FamilyFit, tuning: TuningSettings, config_yaml: str, oof: pd.DataFrame,
              files: list[Path], extra_metrics: dict[str, float]) -> None:
-    from pulse_ml.registry import keys, runs
+    from pulse_ml.registry import runs
 
     m = fit.metrics
     runs.log_family_run(
@@ -350,15 +351,15 @@ def _log_fit(fit: FamilyFit, tuning: TuningSettings, config_yaml: str, oof: pd.D
         metrics={**m.as_dict(), keys.N_TRIALS: fit.n_trials_total,
                  "n_trials_complete": fit.n_complete, keys.TUNING_TIME: fit.seconds,
                  keys.BEST_TRIAL: fit.best_number, **extra_metrics},
-        fold_metrics={"fold_mse": list(m.fold_mse), "fold_mae": list(m.fold_mae),
-                      "fold_pearson": list(m.fold_pearson)},
+        fold_metrics={keys.FOLD_MSE: list(m.fold_mse), keys.FOLD_MAE: list(m.fold_mae),
+                      keys.FOLD_PEARSON: list(m.fold_pearson)},
         config_yaml=config_yaml, oof=oof, files=files)
 
 
 def summary(result: TrainResult) -> str:
     """The end-of-run summary (see :func:`pulse_ml.training.report.summary`) with its links."""
+    from pulse_ml.keys import REGISTERED_MODEL
     from pulse_ml.registry import links
-    from pulse_ml.registry.keys import REGISTERED_MODEL
 
     url = (links.model_version_url(REGISTERED_MODEL, result.version) if result.version
            else None)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from pulse_ml.registry import keys
+from pulse_ml import keys
 
 
 @dataclass(frozen=True)
@@ -55,8 +55,8 @@ class AnalysisModel:
 
     def meta(self) -> dict[str, str | None]:
         """``model``, ``model_version``, ``model_family``, ``feature_set`` of a result file."""
-        return {"model": self.uri, "model_version": self.version_number,
-                "model_family": self.family, "feature_set": self.feature_set}
+        return {"model": self.uri, keys.MODEL_VERSION: self.version_number,
+                keys.MODEL_FAMILY: self.family, keys.FEATURE_SET: self.feature_set}
 
     def describe(self) -> str:
         """``model <uri> (version N, <family>, features '<set>')`` for the terminal."""

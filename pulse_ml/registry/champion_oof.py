@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import pandas as pd
 
-from pulse_ml.registry import keys
+from pulse_ml import keys
 from pulse_ml.registry.models import client
 from pulse_ml.stats.paired import PairedComparison
 from pulse_ml.training.nested import SelectionFree

@@ -13,14 +13,14 @@ import numpy as np
 import pandas as pd
 
 from pulse_ml.errors import PulseError
-from pulse_ml.redact import redact_text
-from pulse_ml.registry.keys import (
+from pulse_ml.keys import (
     CHAMPION,
     ENSEMBLE_ARTIFACT,
     OOF_ARTIFACT,
     OOF_PREDICTIONS_ARTIFACT,
     REGISTERED_MODEL,
 )
+from pulse_ml.redact import redact_text
 from pulse_ml.registry.lookup import require_store, version_of
 
 PIP_REQUIREMENTS = ["mlflow>=3.17,<3.18", "scikit-learn>=1.9,<2", "lightgbm>=4.7,<5",
@@ -105,14 +105,14 @@ def register_version(logged: LoggedModel, version_tags: Mapping[str, str],
     """Register a logged model as a new version of ``pulse-satisfaction``; returns the version.
 
     The version gets ``version_tags`` and ``description``; the registered model gets its
-    description (:data:`~pulse_ml.registry.keys.REGISTERED_MODEL_DESCRIPTION`) when missing.
+    description (:data:`~pulse_ml.keys.REGISTERED_MODEL_DESCRIPTION`) when missing.
     """
     import contextlib
     import io
 
     import mlflow
 
-    from pulse_ml.registry.keys import REGISTERED_MODEL_DESCRIPTION
+    from pulse_ml.keys import REGISTERED_MODEL_DESCRIPTION
 
     with contextlib.redirect_stderr(io.StringIO()):  # MLflow prints "Created version ..."
         mv = mlflow.register_model(logged.model_uri, REGISTERED_MODEL)
@@ -232,7 +232,7 @@ def reference_version(reference: str | None):
     """
     from mlflow.exceptions import MlflowException
 
-    from pulse_ml.registry import keys
+    from pulse_ml import keys
 
     if reference in (None, "none"):
         return None

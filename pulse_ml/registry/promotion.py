@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pulse_ml import keys
 from pulse_ml.errors import PulseError
-from pulse_ml.registry import keys
-from pulse_ml.registry.keys import CHAMPION, REGISTERED_MODEL
+from pulse_ml.keys import CHAMPION, REGISTERED_MODEL
 from pulse_ml.registry.models import champion_version, client
 from pulse_ml.training.promotion_rule import Champion, Decision
 

@@ -8,7 +8,7 @@ import joblib
 import mlflow.pyfunc
 import pandas as pd
 
-from pulse_ml.registry.keys import ENSEMBLE_ARTIFACT
+from pulse_ml.keys import ENSEMBLE_ARTIFACT
 
 THREADS_ENV = "PULSE_PREDICT_THREADS"
 

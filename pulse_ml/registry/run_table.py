@@ -1,7 +1,7 @@
 """The comparison table of ``pulse-ml compare``, read from the runs of experiment pulse-train.
 
 One pure function turns ``mlflow.search_runs`` output (columns ``tags.<key>``,
-``metrics.<key>``, ``params.<key>`` named by :mod:`pulse_ml.registry.keys`) into one row per
+``metrics.<key>``, ``params.<key>`` named by :mod:`pulse_ml.keys`) into one row per
 model-family or LLM-judge run: scores, expected CI reductions, grouping and registered version.
 """
 
@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from pulse_ml.registry import keys
+from pulse_ml import keys
 from pulse_ml.stats.paired import expected_ci_reduction_at_ratio
 
 COLUMNS = ["name", "kind", "features", "seed", "mse", "mse_std", "mae", "mae_std", "r", "r_std",
-           "ci_red_%", "ci_red_ref_%", "trials", "time_s", "objective", "cv_group_by", "version",
+           "ci_red_%", "ci_red_ref_%", "trials", "time_s", "objective", keys.CV_GROUP_BY, "version",
            "run_id"]
 HIDDEN = ["data", "labels"]  # fingerprints: used for pairing, not printed
 KINDS = {keys.KIND_FAMILY: "model", keys.KIND_JUDGE: "llm judge"}
@@ -68,7 +68,7 @@ def comparison_frame(runs: pd.DataFrame, latest_only: bool = True,
         "trials": col(_metric(keys.N_TRIALS)).astype("Int64"),
         "time_s": col(_metric(keys.TUNING_TIME)),
         "objective": col(tag_column(keys.OBJECTIVE)).where(family, None).fillna(""),
-        "cv_group_by": grouping.where(family, None).fillna(""),
+        keys.CV_GROUP_BY: grouping.where(family, None).fillna(""),
         "version": col(tag_column(keys.REGISTERED_VERSION)).fillna("-").replace("", "-"),
         "run_id": runs["run_id"], "start": runs["start_time"],
         "data": col(tag_column(keys.DATA_FINGERPRINT)).fillna(""),
@@ -77,7 +77,7 @@ def comparison_frame(runs: pd.DataFrame, latest_only: bool = True,
     out = out.sort_values("start", ascending=False)
     if latest_only:
         first = ~out.duplicated(["name", "kind", "features", "seed", "data", "objective",
-                                 "cv_group_by"])
+                                 keys.CV_GROUP_BY])
         out = out[first | out["run_id"].isin(keep)]
     out = out.sort_values(["kind", "mse"], ascending=[False, True])
     return out[[*COLUMNS, *HIDDEN]].reset_index(drop=True)

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from pulse_ml import keys
 from pulse_ml.errors import PulseError
 from pulse_ml.redact import redact_text, redact_values
-from pulse_ml.registry import keys
 from pulse_ml.registry.models import client
 from pulse_ml.registry.store import git_commit, setup
 
@@ -124,7 +124,7 @@ def log_family_run(*, run_name: str, tags: Mapping[str, str], params: Mapping[st
         client().log_batch(run_id, metrics=steps)
     mlflow.log_text(config_yaml, "config.yaml")
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "oof_predictions.csv"
+        path = Path(tmp) / keys.OOF_ARTIFACT
         oof.to_csv(path, index=False)
         mlflow.log_artifact(str(path))
         folds = pd.DataFrame({"fold": range(len(next(iter(fold_metrics.values()), []))),
@@ -168,7 +168,7 @@ def run_oof(run_id: str) -> pd.DataFrame | None:
 
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            path = client().download_artifacts(run_id, "oof_predictions.csv", tmp)
+            path = client().download_artifacts(run_id, keys.OOF_ARTIFACT, tmp)
             return pd.read_csv(path, dtype={"session_id": str, "user_id": str})
     except (MlflowException, OSError):
         return None

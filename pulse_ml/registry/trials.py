@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
+from pulse_ml import keys
 from pulse_ml.env.dbprobe import sqlite_file
-from pulse_ml.registry import keys
 from pulse_ml.registry.models import client
 
 

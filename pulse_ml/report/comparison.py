@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from pulse_ml import keys
+
 
 def terminal_view(shown: pd.DataFrame) -> pd.DataFrame:
     """The columns that fit 100 columns: name, features, scores, both CI reductions, ΔMSE.
@@ -22,8 +24,9 @@ def terminal_view(shown: pd.DataFrame) -> pd.DataFrame:
     for col in ("ci_red_%", "ci_red_ref_%", "version"):
         if col in shown:
             view[col] = shown[col]
-    if "cv_group_by" in shown and shown.loc[shown["kind"] == "model", "cv_group_by"].nunique() > 1:
-        view["folds"] = shown["cv_group_by"]  # runs that differ only in cv.group_by
+    models_only = shown["kind"] == "model"
+    if keys.CV_GROUP_BY in shown and shown.loc[models_only, keys.CV_GROUP_BY].nunique() > 1:
+        view["folds"] = shown[keys.CV_GROUP_BY]  # runs that differ only in cv.group_by
     if "d_mse" in shown:
         view["d_mse"] = ["reference" if ci == "reference" else
                          (f"{d:+.3f}" if pd.notna(d) else "")

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pandas as pd
 
-MATCH_KEYS = ("model_version", "data_fingerprint")  # a sibling result must match on both
+from pulse_ml import keys
+
+MATCH_KEYS = (keys.MODEL_VERSION, keys.DATA_FINGERPRINT)  # a sibling result must match on both
 
 
 
@@ -25,8 +27,8 @@ def run_identity(version, frame: pd.DataFrame) -> dict[str, str | None]:
     """
     from pulse_ml.sessions.fingerprint import data_fingerprint
 
-    return {"model_version": None if version is None else str(version.version),
-            "data_fingerprint": data_fingerprint(frame, list(frame.columns))}
+    return {keys.MODEL_VERSION: None if version is None else str(version.version),
+            keys.DATA_FINGERPRINT: data_fingerprint(frame, list(frame.columns))}
 
 
 _TEMPLATE = """<!doctype html>
@@ -233,8 +235,8 @@ def inference_report(path: Path, effects: pd.DataFrame, meta: Mapping[str, objec
     env = Environment(autoescape=True)
     page = env.from_string(_TEMPLATE).render(
         title=f"Effects of {len(effects['case_study'].unique())} design change(s)",
-        subtitle=(f"model {meta.get('model')} (version {meta.get('model_version')}, "
-                  f"{meta.get('model_family')}, features '{meta.get('feature_set')}'); "
+        subtitle=(f"model {meta.get('model')} (version {meta.get(keys.MODEL_VERSION)}, "
+                  f"{meta.get(keys.MODEL_FAMILY)}, features '{meta.get(keys.FEATURE_SET)}'); "
                   f"{meta.get('mode')} predictions; data {meta.get('data')}"),
         level=level_pct(float(meta.get("alpha", 0.05))),
         effects_table=_markup(html_table(view, table_id="effects")),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from pulse_ml import keys
 from pulse_ml.errors import PulseError
 
 
@@ -57,7 +58,7 @@ def significance(paired: pd.DataFrame) -> list[str]:
         if "grouping unknown" in str(getattr(row, "note", "")):
             out.append("no claim")
             continue
-        if row.objective == "cv_pearson":
+        if row.objective == keys.CV_PEARSON:
             verdict = ("better" if row.r_ci_lower > 0 else "worse" if row.r_ci_upper < 0
                        else "no")
             out.append(f"{verdict} (Δr)")

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from pulse_ml import keys
+
 
 def pearson(y: np.ndarray, pred: np.ndarray) -> float:
     """Pearson r; 0.0 when either side is constant (a constant predictor has no correlation)."""
@@ -56,10 +58,10 @@ class CVMetrics:
     def as_dict(self) -> dict[str, float]:
         """MLflow metric keys: ``cv_mse``, ``cv_mae``, ``cv_pearson``, ``cv_spearman`` and stds."""
         return {
-            "cv_mse": self.mse,
-            "cv_mae": self.mae,
-            "cv_pearson": self.pearson,
-            "cv_spearman": self.spearman,
+            keys.CV_MSE: self.mse,
+            keys.CV_MAE: self.mae,
+            keys.CV_PEARSON: self.pearson,
+            keys.CV_SPEARMAN: self.spearman,
             "cv_mse_std": float(np.std(self.fold_mse)),
             "cv_mae_std": float(np.std(self.fold_mae)),
             "cv_pearson_std": float(np.std(self.fold_pearson)),

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from pulse_ml import keys
 from pulse_ml.errors import PulseError
 from pulse_ml.stats.paired import PairedComparison
 from pulse_ml.training.metrics import CVMetrics, cv_metrics
@@ -131,7 +132,7 @@ def selection_free(labeled: pd.DataFrame, y: np.ndarray, folds: np.ndarray, tria
     ids = np.arange(int(folds.max()) + 1)
     onehot = (folds[:, None] == ids).astype(float)
     sizes = onehot.sum(axis=0)
-    maximize = objective == "cv_pearson"
+    maximize = objective == keys.CV_PEARSON
     if maximize:
         from pulse_ml.training.metrics import pearson
 

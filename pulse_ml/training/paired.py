@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from pulse_ml import keys
 from pulse_ml.errors import PulseError
 from pulse_ml.stats.paired import PairedComparison, paired_bootstrap
 
@@ -37,7 +38,7 @@ def difference(paired: PairedComparison, objective: str) -> tuple[str, float, fl
 
     Δr for ``cv_pearson``, ΔMSE otherwise.
     """
-    if objective == "cv_pearson":
+    if objective == keys.CV_PEARSON:
         return "Δr", paired.delta_r, paired.r_ci_lower, paired.r_ci_upper
     return "ΔMSE", paired.delta_mse, paired.mse_ci_lower, paired.mse_ci_upper
 

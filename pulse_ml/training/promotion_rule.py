@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pulse_ml import keys
 from pulse_ml.errors import PulseError
 from pulse_ml.stats.paired import PairedComparison
 from pulse_ml.training.paired import difference, paired_sentence
@@ -39,7 +40,7 @@ RULES = {"significant": "promote when the paired 95% interval excludes 0 in the 
                         "favour",
          "better": "promote on any strict improvement of the objective",
          "manual": "never promote automatically (pulse-ml promote version=N)"}
-NOT_GROUPED = "none"  # cv.group_by=none (registry.keys.NOT_GROUPED): folds that split users
+NOT_GROUPED = "none"  # cv.group_by=none (keys.NOT_GROUPED): folds that split users
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,7 @@ _interval = difference  # the paired difference an objective is judged on
 
 def significantly_better(paired: PairedComparison, objective: str) -> bool:
     """True when the interval excludes 0 in the new model's favour (MSE below, r above)."""
-    if objective == "cv_pearson":
+    if objective == keys.CV_PEARSON:
         return paired.r_ci_lower > 0
     return paired.mse_ci_upper < 0
 
@@ -151,7 +152,7 @@ def should_promote(objective: str, new_value: float, new_fingerprint: str,
     if rule not in RULES:
         raise PulseError(f"promotion.rule={rule} is not an option; use one of "
                          f"{', '.join(RULES)}.")
-    if objective not in ("cv_mse", "cv_pearson"):
+    if objective not in (keys.CV_MSE, keys.CV_PEARSON):
         raise PulseError(f"objective={objective}: use cv_mse or cv_pearson.")
     if champion_value is None:
         if rule == "manual":
@@ -163,7 +164,7 @@ def should_promote(objective: str, new_value: float, new_fingerprint: str,
                        f"{str(champion_fingerprint)[:12]} vs {new_fingerprint[:12]}); its "
                        f"{objective} is not comparable. Use `pulse-ml promote version=N` to "
                        "switch by hand.")
-    better = new_value < champion_value if objective == "cv_mse" else new_value > champion_value
+    better = new_value < champion_value if objective == keys.CV_MSE else new_value > champion_value
     scores = (f"new {objective} {new_value:.4f} vs {champion_value:.4f} of {champion_label}")
     if rule == "manual":
         return False, (f"{scores}; promotion.rule=manual: promote by hand with `pulse-ml "
@@ -203,7 +204,7 @@ def decide(rule: str, objective: str, new_value: float, new_fingerprint: str,
         f"champion v{champion.version}" + (f" ({champion.family}/{champion.feature_set})"
                                            if champion.family and champion.feature_set else ""))
     cur_value = None if champion is None else champion.values.get(
-        objective, float("inf") if objective == "cv_mse" else float("-inf"))
+        objective, float("inf") if objective == keys.CV_MSE else float("-inf"))
     cur_fp = None if champion is None else champion.fingerprint
     if champion is not None and champion.comparable(new_fingerprint, new_label_fingerprint):
         cur_fp = new_fingerprint  # the same sessions and ratings: the scores are comparable

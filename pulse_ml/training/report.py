@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from pulse_ml import keys
 from pulse_ml.redact import redact_uri
 from pulse_ml.report.tables import text_table, wrap_lines
 from pulse_ml.stats.paired import PairedComparison
@@ -47,7 +48,7 @@ class TrainResult:
     study_name: str = ""
     storage: str | None = None
     run_url: str = ""
-    objective: str = "cv_mse"
+    objective: str = keys.CV_MSE
     selection_free: CVMetrics | None = None  # each fold by the trial best on the other folds
 
 
@@ -111,7 +112,7 @@ def summary(result: TrainResult, model_name: str, version_url: str | None = None
     m = result.metrics
     row = pd.DataFrame([{  # the words of the pipeline's table: r, champion
         "family": result.family, "features": result.feature_set, "trials": result.n_trials,
-        "cv_mse": m.mse, "cv_mae": m.mae, "r": m.pearson,
+        keys.CV_MSE: m.mse, keys.CV_MAE: m.mae, "r": m.pearson,
         "r_std": float(np.std(m.fold_pearson)), "time_s": result.seconds,
         "version": result.version or "-", "champion": "yes" if result.promoted else "no",
     }])
@@ -123,7 +124,7 @@ def summary(result: TrainResult, model_name: str, version_url: str | None = None
     if result.paired is not None:  # the difference the decision used first (the objective)
         p, versus = result.paired, f"champion v{result.champion_version}"
         other = (f"ΔMSE = {p.delta_mse:+.4f} [{p.mse_ci_lower:+.4f}, {p.mse_ci_upper:+.4f}]"
-                 if result.objective == "cv_pearson" else
+                 if result.objective == keys.CV_PEARSON else
                  f"Δr = {p.delta_r:+.4f} [{p.r_ci_lower:+.4f}, {p.r_ci_upper:+.4f}]")
         lines.append(f"vs {versus}: {paired_sentence(p, result.objective, versus)}; {other}")
     lines.append(f"expected CI reduction with this predictor: {100 * result.ci_reduction:.1f}% "

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from pulse_ml import keys
 from pulse_ml.errors import PulseError
 from pulse_ml.models.factory import ModelSpec, build_pipeline, suggest
 from pulse_ml.models.preprocess import feature_frame
@@ -22,7 +23,7 @@ from pulse_ml.training.folds import make_folds  # noqa: F401 - re-exported
 from pulse_ml.training.metrics import cv_metrics, pearson
 from pulse_ml.training.nested import PREDICTIONS_ATTR, pack_predictions
 
-OBJECTIVES = {"cv_mse": "minimize", "cv_pearson": "maximize"}
+OBJECTIVES = {keys.CV_MSE: "minimize", keys.CV_PEARSON: "maximize"}
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class TuningSettings:
     storage: str | None = None
     study_name: str | None = None
     workers: int = 1
-    objective: str = "cv_mse"
+    objective: str = keys.CV_MSE
     seed: int = 42
     n_splits: int = 5
     cv_seed: int = 42
@@ -62,7 +63,7 @@ class CVObjective:
     """
 
     def __init__(self, frame: pd.DataFrame, y: np.ndarray, folds: np.ndarray, spec: ModelSpec,
-                 features: FeatureSet, objective: str = "cv_mse", prune: bool = True):
+                 features: FeatureSet, objective: str = keys.CV_MSE, prune: bool = True):
         self.X = feature_frame(frame, features)
         self.y = np.asarray(y, float)
         self.folds = folds
@@ -102,17 +103,17 @@ class CVObjective:
             if self.prune:
                 seen = np.logical_or.reduce(self._masks[: k + 1])
                 running = (float(np.mean((oof[seen] - self.y[seen]) ** 2))
-                           if self.objective == "cv_mse" else pearson(self.y[seen], oof[seen]))
+                           if self.objective == keys.CV_MSE else pearson(self.y[seen], oof[seen]))
                 trial.report(running, k)
                 if trial.should_prune():
                     raise optuna.TrialPruned()
         metrics = cv_metrics(self.y, oof, self.folds)
         trial.set_user_attr("metrics", metrics.as_dict())
-        trial.set_user_attr("fold_mse", list(metrics.fold_mse))
-        trial.set_user_attr("fold_mae", list(metrics.fold_mae))
-        trial.set_user_attr("fold_pearson", list(metrics.fold_pearson))
+        trial.set_user_attr(keys.FOLD_MSE, list(metrics.fold_mse))
+        trial.set_user_attr(keys.FOLD_MAE, list(metrics.fold_mae))
+        trial.set_user_attr(keys.FOLD_PEARSON, list(metrics.fold_pearson))
         trial.set_user_attr(PREDICTIONS_ATTR, pack_predictions(oof))  # training/nested.py
-        return metrics.mse if self.objective == "cv_mse" else metrics.pearson
+        return metrics.mse if self.objective == keys.CV_MSE else metrics.pearson
 
 
 def _storage(url: str | None):

@@ -12,9 +12,9 @@ import mlflow
 import pandas as pd
 import pytest
 
+from pulse_ml import keys
 from pulse_ml.config import compose
 from pulse_ml.jobs import audit, infer, train
-from pulse_ml.registry import keys
 
 FAST = ["tuning.n_trials=3", "progress=false"]
 

@@ -16,9 +16,9 @@ import optuna
 import pandas as pd
 import pytest
 
+from pulse_ml import keys
 from pulse_ml.config import compose
 from pulse_ml.jobs import train
-from pulse_ml.registry import keys
 from pulse_ml.training.nested import PREDICTIONS_ATTR, unpack_predictions
 from pulse_ml.training.storage import open_storage
 

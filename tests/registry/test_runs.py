@@ -9,7 +9,8 @@ import optuna
 import pandas as pd
 import pytest
 
-from pulse_ml.registry import keys, links, runs, trials
+from pulse_ml import keys
+from pulse_ml.registry import links, runs, trials
 
 
 def _study():

@@ -24,6 +24,7 @@ FAMILY = "family"
 JUDGE = "judge"
 FEATURE_SET = "feature_set"
 DATA_FINGERPRINT = "data_fingerprint"
+DATA_PATH = "data_path"  # the session table a judge run scored
 LABEL_FINGERPRINT = "label_fingerprint"  # session ids and ratings only: same sessions, any features
 REGISTERED_VERSION = "registered_version"
 PROMOTION = "promotion"
