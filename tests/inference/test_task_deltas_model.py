@@ -18,6 +18,7 @@ def registered(small_demo, pulse_home):
     return small_demo
 
 
+@pytest.mark.slow
 def test_model_deltas_per_category_written(registered, pulse_home, capsys):
     out = pulse_home / "bench"
     corr = benchmarks.run(compose("benchmarks", [
