@@ -17,7 +17,42 @@ os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+# The shared data folder (real data sets): beside the checkout, or $PULSE_SHARED_DIR. Resolved
+# here only; tests use ``shared_path``/``needs_shared`` (module level) or ``shared_data``.
+SHARED = Path(os.environ.get("PULSE_SHARED_DIR") or REPO.parent / "shared").resolve()
+
+
+def shared_path(relative: str) -> Path:
+    """``<shared folder>/<relative>`` (it may be absent: see ``needs_shared``)."""
+    return SHARED / relative
+
+
+def shared_absent(relative: str) -> str | None:
+    """The skip message when ``<shared folder>/<relative>`` is absent, else ``None``."""
+    path = shared_path(relative)
+    if path.exists():
+        return None
+    return (f"shared data {path} is absent: put the shared folder beside the checkout "
+            f"({REPO.parent / 'shared'}) or set PULSE_SHARED_DIR")
+
+
+def needs_shared(relative: str) -> pytest.MarkDecorator:
+    """A ``skipif`` mark: skip with the one message when the shared data file is absent."""
+    reason = shared_absent(relative)
+    return pytest.mark.skipif(reason is not None, reason=reason or "")
+
+
+@pytest.fixture
+def shared_data():
+    """``shared_data("data/real/x")``: that path in the shared folder; skips when absent."""
+
+    def get(relative: str) -> Path:
+        reason = shared_absent(relative)
+        if reason is not None:
+            pytest.skip(reason)
+        return shared_path(relative)
+
+    return get
 
 
 SLOW_FOLDERS = ("jobs",)  # CLI and end-to-end tests: subprocesses, real stores, minutes in all
