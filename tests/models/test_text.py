@@ -275,6 +275,7 @@ def _fitted_text_pipeline(encoders: str, stack_on: str):
     return build_pipeline(RIDGE, fs).fit(X, y), frame, X
 
 
+@pytest.mark.slow
 def test_joblib_round_trip_predicts_the_same_in_a_fresh_process(tmp_path):
     encoders, stack_on = "stack", "tfidf+hashing"
     if _has("vaderSentiment"):
@@ -319,6 +320,7 @@ _NO_NETWORK = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @needs_vader
 def test_vader_scores_offline_and_per_message():
     feats = vader_features(["I love this, thank you!", "This is terrible and useless.",
@@ -333,6 +335,7 @@ def test_vader_scores_offline_and_per_message():
     assert float(out.stdout.strip()) > 0.5
 
 
+@pytest.mark.slow
 @needs_wordllama
 def test_wordllama_loads_shipped_weights_with_the_network_blocked():
     code = _NO_NETWORK + textwrap.dedent("""
@@ -406,6 +409,7 @@ def test_check_text_column_counts_missing_and_refuses_non_text_rows():
             pd.Series([""] * 20, name="user_text"), np.arange(20.0))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("package", "func", "encoder", "hint", "wrong"), [
     # VADER is a base dependency: reinstall it; naming the text extra would not bring it back
     ("vaderSentiment", "vader_features", "vader", "pip install 'vaderSentiment>=3.3'",
