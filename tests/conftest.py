@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -102,6 +103,82 @@ def pulse_home(tmp_path, monkeypatch, mlflow_template):
     mlflow.set_tracking_uri(None)
     mlflow.set_registry_uri(None)
 
+
+def _point_mlflow(home: Path) -> None:
+    """Point in-process MLflow (tracking and registry) at ``home``'s sqlite store."""
+    import mlflow
+
+    uri = f"sqlite:///{home / 'mlruns' / 'mlflow.db'}"
+    mlflow.set_tracking_uri(uri)
+    mlflow.set_registry_uri(uri)
+
+
+def _relocate_store(src: Path, dst: Path) -> None:
+    """Copy the project root ``src``'s ``mlruns`` (sqlite store, artifacts, Optuna journals)
+    into ``dst``, rewriting the absolute paths MLflow keeps (runs, experiments, models, MLmodel
+    files, the Optuna storage param) from ``src`` to ``dst``: the copy is the store ``train``
+    would have written in ``dst``."""
+    import sqlite3
+
+    shutil.rmtree(dst / "mlruns", ignore_errors=True)
+    shutil.copytree(src / "mlruns", dst / "mlruns")
+    old, new = f"{src}/", f"{dst}/"
+    with sqlite3.connect(dst / "mlruns" / "mlflow.db") as con:
+        tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        for table in tables:
+            for col in con.execute(f'PRAGMA table_info("{table}")').fetchall():
+                if "CHAR" in col[2].upper() or "TEXT" in col[2].upper():
+                    con.execute(f'UPDATE "{table}" SET "{col[1]}" = replace("{col[1]}", ?, ?) '
+                                f'WHERE instr("{col[1]}", ?) > 0', (old, new, old))
+    con.close()
+    for mlmodel in (dst / "mlruns").rglob("MLmodel"):
+        mlmodel.write_text(mlmodel.read_text().replace(old, new))
+
+
+@pytest.fixture(scope="session")
+def trained_templates(tmp_path_factory, mlflow_template, small_demo):
+    """``get(*overrides)``: a project root where ``train`` ran on the small demo table with those
+    overrides, trained once per session and worker; returns ``(root, TrainResult)``. Read only:
+    tests get a relocated copy through ``trained_home``."""
+    from pulse_ml.config import compose
+    from pulse_ml.jobs import train
+
+    cache: dict[tuple[str, ...], tuple[Path, object]] = {}
+
+    def get(*overrides: str):
+        key = tuple(sorted(overrides))  # Hydra overrides of distinct keys commute
+        if key not in cache:
+            root = tmp_path_factory.mktemp("trained") / "home"
+            (root / "mlruns").mkdir(parents=True)
+            shutil.copy(mlflow_template, root / "mlruns" / "mlflow.db")
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setenv("PULSE_HOME", str(root))
+                mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{root / 'mlruns' / 'mlflow.db'}")
+                mp.delenv("PULSE_ARTIFACT_ROOT", raising=False)
+                _point_mlflow(root)
+                result = train.run(compose("train", [f"data.path={small_demo}", *overrides]))
+            cache[key] = (root, result)
+        return cache[key]
+
+    return get
+
+
+@pytest.fixture
+def trained_home(pulse_home, trained_templates):
+    """``trained_home(*overrides)``: this test's ``pulse_home`` as ``train`` with those overrides
+    on the small demo table leaves it (a relocated copy of a session template: the test may
+    write to it freely); returns the ``TrainResult``."""
+
+    def get(*overrides: str):
+        root, result = trained_templates(*overrides)
+        _point_mlflow(pulse_home)  # training the template pointed MLflow elsewhere
+        _relocate_store(root, pulse_home)
+        storage = result.storage
+        if storage and storage.startswith(f"{root}/"):
+            storage = f"{pulse_home}/" + storage[len(f"{root}/"):]
+        return dataclasses.replace(result, storage=storage)
+
+    return get
 
 def _small_simulation(seed: int):
     """The small demo design (2 case studies, 600 labeled) simulated with ``seed``."""
