@@ -71,17 +71,39 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
 
 
-@pytest.fixture(scope="session")
-def mlflow_template(tmp_path_factory) -> Path:
-    """An MLflow sqlite DB with the schema created once (migrations take seconds)."""
+def _made_once(tmp_path_factory, folder: str, name: str, make) -> Path:
+    """``make(path)`` once per test run (the xdist workers share the result, under a file lock),
+    then a copy in this worker's own ``<folder>``: tests may write beside it."""
+    import fcntl
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    made = shared / f"once-{folder}-{name}"
+    with open(shared / f"once-{folder}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not made.exists():
+            part = shared / f"once-{folder}.part"
+            part.unlink(missing_ok=True)  # an interrupted attempt
+            make(part)
+            part.rename(made)
+    own = tmp_path_factory.mktemp(folder) / name
+    shutil.copy(made, own)
+    return own
+
+
+def _mlflow_schema(path: Path) -> None:
     import mlflow
 
-    path = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
     client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{path}",
                                  registry_uri=f"sqlite:///{path}")
     client.search_experiments()
     client.search_registered_models()
-    return path
+
+
+@pytest.fixture(scope="session")
+def mlflow_template(tmp_path_factory) -> Path:
+    """An MLflow sqlite DB with the schema created once per run (migrations take seconds)."""
+    return _made_once(tmp_path_factory, "mlflow-template", "mlflow.db", _mlflow_schema)
 
 
 @pytest.fixture
@@ -193,10 +215,9 @@ def _small_simulation(seed: int):
 
 @pytest.fixture(scope="session")
 def small_demo(tmp_path_factory) -> Path:
-    """A small simulated session table (2 case studies, 600 labeled) written once per run."""
-    out = tmp_path_factory.mktemp("demo") / "sessions.parquet"
-    _small_simulation(7).sessions.to_parquet(out, index=False)
-    return out
+    """A small simulated session table (2 case studies, 600 labeled), simulated once per run."""
+    return _made_once(tmp_path_factory, "demo", "sessions.parquet",
+                      lambda path: _small_simulation(7).sessions.to_parquet(path, index=False))
 
 
 @pytest.fixture(scope="session")
