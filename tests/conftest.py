@@ -57,17 +57,20 @@ def shared_data():
 
 
 SLOW_FOLDERS = ("jobs",)  # CLI and end-to-end tests: subprocesses, real stores, minutes in all
+# ``cli``: a subprocess per call; ``stub_server``: calls through litellm, whose first import
+# costs ~5 s of CPU in each worker.
+SLOW_FIXTURES = ("cli", "stub_server")
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark tests under ``tests/jobs/`` (and any test using the ``cli`` fixture) as slow.
+    """Mark tests under ``tests/jobs/`` (and any test using a ``SLOW_FIXTURES`` one) as slow.
 
     ``pytest -m "not slow"`` is the inner loop: unit tests that import modules directly.
     """
     root = Path(__file__).resolve().parent
     for item in items:
         parts = Path(str(item.fspath)).resolve().relative_to(root).parts
-        if parts[0] in SLOW_FOLDERS or "cli" in getattr(item, "fixturenames", ()):
+        if parts[0] in SLOW_FOLDERS or set(SLOW_FIXTURES) & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
 
 
