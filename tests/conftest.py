@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -17,37 +18,98 @@ os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+# The shared data folder (real data sets): beside the checkout, or $PULSE_SHARED_DIR. Resolved
+# here only; tests use ``shared_path``/``needs_shared`` (module level) or ``shared_data``.
+SHARED = Path(os.environ.get("PULSE_SHARED_DIR") or REPO.parent / "shared").resolve()
+
+
+def shared_path(relative: str) -> Path:
+    """``<shared folder>/<relative>`` (it may be absent: see ``needs_shared``)."""
+    return SHARED / relative
+
+
+def shared_absent(relative: str) -> str | None:
+    """The skip message when ``<shared folder>/<relative>`` is absent, else ``None``."""
+    path = shared_path(relative)
+    if path.exists():
+        return None
+    return (f"shared data {path} is absent: put the shared folder beside the checkout "
+            f"({REPO.parent / 'shared'}) or set PULSE_SHARED_DIR")
+
+
+def needs_shared(relative: str) -> pytest.MarkDecorator:
+    """A ``skipif`` mark: skip with the one message when the shared data file is absent."""
+    reason = shared_absent(relative)
+    return pytest.mark.skipif(reason is not None, reason=reason or "")
+
+
+@pytest.fixture
+def shared_data():
+    """``shared_data("data/real/x")``: that path in the shared folder; skips when absent."""
+
+    def get(relative: str) -> Path:
+        reason = shared_absent(relative)
+        if reason is not None:
+            pytest.skip(reason)
+        return shared_path(relative)
+
+    return get
+
 # Helpers shared by test folders (the stub LLM server, `llm_stub`): importable by name.
 sys.path.insert(0, str(REPO / "tests" / "support"))
 
 
 SLOW_FOLDERS = ("jobs",)  # CLI and end-to-end tests: subprocesses, real stores, minutes in all
+# ``cli``: a subprocess per call; ``stub_server``: calls through litellm, whose first import
+# costs ~5 s of CPU in each worker.
+SLOW_FIXTURES = ("cli", "stub_server")
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark tests under ``tests/jobs/`` (and any test using the ``cli`` fixture) as slow.
+    """Mark tests under ``tests/jobs/`` (and any test using a ``SLOW_FIXTURES`` one) as slow.
 
     ``pytest -m "not slow"`` is the inner loop: unit tests that import modules directly.
     """
     root = Path(__file__).resolve().parent
     for item in items:
         parts = Path(str(item.fspath)).resolve().relative_to(root).parts
-        if parts[0] in SLOW_FOLDERS or "cli" in getattr(item, "fixturenames", ()):
+        if parts[0] in SLOW_FOLDERS or set(SLOW_FIXTURES) & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
 
 
-@pytest.fixture(scope="session")
-def mlflow_template(tmp_path_factory) -> Path:
-    """An MLflow sqlite DB with the schema created once (migrations take seconds)."""
+def _made_once(tmp_path_factory, folder: str, name: str, make) -> Path:
+    """``make(path)`` once per test run (the xdist workers share the result, under a file lock),
+    then a copy in this worker's own ``<folder>``: tests may write beside it."""
+    import fcntl
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    made = shared / f"once-{folder}-{name}"
+    with open(shared / f"once-{folder}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not made.exists():
+            part = shared / f"once-{folder}.part"
+            part.unlink(missing_ok=True)  # an interrupted attempt
+            make(part)
+            part.rename(made)
+    own = tmp_path_factory.mktemp(folder) / name
+    shutil.copy(made, own)
+    return own
+
+
+def _mlflow_schema(path: Path) -> None:
     import mlflow
 
-    path = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
     client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{path}",
                                  registry_uri=f"sqlite:///{path}")
     client.search_experiments()
     client.search_registered_models()
-    return path
+
+
+@pytest.fixture(scope="session")
+def mlflow_template(tmp_path_factory) -> Path:
+    """An MLflow sqlite DB with the schema created once per run (migrations take seconds)."""
+    return _made_once(tmp_path_factory, "mlflow-template", "mlflow.db", _mlflow_schema)
 
 
 @pytest.fixture
@@ -70,6 +132,82 @@ def pulse_home(tmp_path, monkeypatch, mlflow_template):
     mlflow.set_registry_uri(None)
 
 
+def _point_mlflow(home: Path) -> None:
+    """Point in-process MLflow (tracking and registry) at ``home``'s sqlite store."""
+    import mlflow
+
+    uri = f"sqlite:///{home / 'mlruns' / 'mlflow.db'}"
+    mlflow.set_tracking_uri(uri)
+    mlflow.set_registry_uri(uri)
+
+
+def _relocate_store(src: Path, dst: Path) -> None:
+    """Copy the project root ``src``'s ``mlruns`` (sqlite store, artifacts, Optuna journals)
+    into ``dst``, rewriting the absolute paths MLflow keeps (runs, experiments, models, MLmodel
+    files, the Optuna storage param) from ``src`` to ``dst``: the copy is the store ``train``
+    would have written in ``dst``."""
+    import sqlite3
+
+    shutil.rmtree(dst / "mlruns", ignore_errors=True)
+    shutil.copytree(src / "mlruns", dst / "mlruns")
+    old, new = f"{src}/", f"{dst}/"
+    with sqlite3.connect(dst / "mlruns" / "mlflow.db") as con:
+        tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        for table in tables:
+            for col in con.execute(f'PRAGMA table_info("{table}")').fetchall():
+                if "CHAR" in col[2].upper() or "TEXT" in col[2].upper():
+                    con.execute(f'UPDATE "{table}" SET "{col[1]}" = replace("{col[1]}", ?, ?) '
+                                f'WHERE instr("{col[1]}", ?) > 0', (old, new, old))
+    con.close()
+    for mlmodel in (dst / "mlruns").rglob("MLmodel"):
+        mlmodel.write_text(mlmodel.read_text().replace(old, new))
+
+
+@pytest.fixture(scope="session")
+def trained_templates(tmp_path_factory, mlflow_template, small_demo):
+    """``get(*overrides)``: a project root where ``train`` ran on the small demo table with those
+    overrides, trained once per session and worker; returns ``(root, TrainResult)``. Read only:
+    tests get a relocated copy through ``trained_home``."""
+    from pulse_ml.config import compose
+    from pulse_ml.jobs import train
+
+    cache: dict[tuple[str, ...], tuple[Path, object]] = {}
+
+    def get(*overrides: str):
+        key = tuple(sorted(overrides))  # Hydra overrides of distinct keys commute
+        if key not in cache:
+            root = tmp_path_factory.mktemp("trained") / "home"
+            (root / "mlruns").mkdir(parents=True)
+            shutil.copy(mlflow_template, root / "mlruns" / "mlflow.db")
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setenv("PULSE_HOME", str(root))
+                mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{root / 'mlruns' / 'mlflow.db'}")
+                mp.delenv("PULSE_ARTIFACT_ROOT", raising=False)
+                _point_mlflow(root)
+                result = train.run(compose("train", [f"data.path={small_demo}", *overrides]))
+            cache[key] = (root, result)
+        return cache[key]
+
+    return get
+
+
+@pytest.fixture
+def trained_home(pulse_home, trained_templates):
+    """``trained_home(*overrides)``: this test's ``pulse_home`` as ``train`` with those overrides
+    on the small demo table leaves it (a relocated copy of a session template: the test may
+    write to it freely); returns the ``TrainResult``."""
+
+    def get(*overrides: str):
+        root, result = trained_templates(*overrides)
+        _point_mlflow(pulse_home)  # training the template pointed MLflow elsewhere
+        _relocate_store(root, pulse_home)
+        storage = result.storage
+        if storage and storage.startswith(f"{root}/"):
+            storage = f"{pulse_home}/" + storage[len(f"{root}/"):]
+        return dataclasses.replace(result, storage=storage)
+
+    return get
+
 def _small_simulation(seed: int):
     """The small demo design (2 case studies, 600 labeled) simulated with ``seed``."""
     from pulse_ml.simulate.generator import CaseStudySpec, SimulateSettings, simulate
@@ -83,10 +221,9 @@ def _small_simulation(seed: int):
 
 @pytest.fixture(scope="session")
 def small_demo(tmp_path_factory) -> Path:
-    """A small simulated session table (2 case studies, 600 labeled) written once per run."""
-    out = tmp_path_factory.mktemp("demo") / "sessions.parquet"
-    _small_simulation(7).sessions.to_parquet(out, index=False)
-    return out
+    """A small simulated session table (2 case studies, 600 labeled), simulated once per run."""
+    return _made_once(tmp_path_factory, "demo", "sessions.parquet",
+                      lambda path: _small_simulation(7).sessions.to_parquet(path, index=False))
 
 
 @pytest.fixture(scope="session")

@@ -151,6 +151,7 @@ def test_nothing_readable_and_bad_ratings(tmp_path):
         read_ratings(tmp_path / "r.csv")
 
 
+@pytest.mark.slow
 def test_cli_subprocess(tmp_path):
     events = _demo_folder(tmp_path)
     out = tmp_path / "sessions.csv"

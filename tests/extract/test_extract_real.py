@@ -1,17 +1,15 @@
 """Extraction on the real trajectories in <repo>/../shared/data/real."""
 
 import json
-from pathlib import Path
 
 import pandas as pd
-import pytest
 
 from pulse_ml.extract.readers import find_files, read_sessions
 from pulse_ml.extract.table import GIT_COLUMNS, assemble
+from tests.conftest import needs_shared, shared_path
 
-REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "real"
-pytestmark = pytest.mark.skipif(not REAL.is_dir(),
-                                reason=f"real data folder {REAL} is absent (no /work/shared)")
+REAL = shared_path("data/real")
+pytestmark = needs_shared("data/real")
 
 
 def _table(sub):

@@ -275,6 +275,7 @@ def test_integer_ids_must_not_go_back_in_time():
     monitor(_table(swapped), preds, MonitorSettings(check_id_order=False), now=NOW)
 
 
+@pytest.mark.slow
 def test_null_through_the_table_keeps_the_guarantee():
     """Seeded null replications as case studies of one table, 21 daily looks, 60 users each.
 

@@ -8,16 +8,16 @@ import pandas as pd
 import pytest
 
 from pulse_ml.config import compose
-from pulse_ml.jobs import benchmarks, train
+from pulse_ml.jobs import benchmarks
 
 
 @pytest.fixture
-def registered(small_demo, pulse_home):
-    train.run(compose("train", [f"data.path={small_demo}", "tuning.n_trials=3", "progress=false",
-                                "model=lightgbm"]))
+def registered(small_demo, trained_home):
+    trained_home("tuning.n_trials=3", "progress=false", "model=lightgbm")
     return small_demo
 
 
+@pytest.mark.slow
 def test_model_deltas_per_category_written(registered, pulse_home, capsys):
     out = pulse_home / "bench"
     corr = benchmarks.run(compose("benchmarks", [

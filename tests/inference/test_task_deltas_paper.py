@@ -77,6 +77,7 @@ def test_pearson_degenerate_cases():
     assert few.n_points == 2 and math.isnan(few.r) and math.isnan(few.ci_lower)
 
 
+@pytest.mark.slow
 def test_report_prints_computed_and_printed_values(pulse_home, capsys):
     corr = benchmarks.run(compose("benchmarks", ["source=paper", "bootstrap.n=1000",
                                                  f"output={pulse_home / 'b'}"]))

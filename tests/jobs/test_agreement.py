@@ -8,7 +8,7 @@ import pytest
 
 from pulse_ml.config import compose
 from pulse_ml.errors import PulseError
-from pulse_ml.jobs import agreement, train
+from pulse_ml.jobs import agreement
 
 
 def _files(tmp_path):
@@ -88,9 +88,8 @@ def test_missing_pairs_path_and_bad_score_column(tmp_path):
         agreement.run(compose("agreement", [f"pairs.path={p_path}", "ties=never"]))
 
 
-def test_registered_model_as_predictor(small_demo, pulse_home, tmp_path):
-    train.run(compose("train", [f"data.path={small_demo}", "tuning.n_trials=1",
-                                "progress=false", "model=mean"]))
+def test_registered_model_as_predictor(small_demo, pulse_home, tmp_path, trained_home):
+    trained_home("tuning.n_trials=1", "progress=false", "model=mean")
     sessions = pd.read_parquet(small_demo)
     rng = np.random.default_rng(0)
     lab = sessions[sessions["rating"].notna()].reset_index(drop=True)

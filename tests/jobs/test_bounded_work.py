@@ -7,14 +7,10 @@ import time
 import pandas as pd
 import pytest
 
-from pulse_ml.config import compose
-from pulse_ml.jobs import train
-
 
 @pytest.fixture
-def registered(small_demo, pulse_home):
-    return train.run(compose("train", [f"data.path={small_demo}", "progress=false",
-                                       "model=mean"]))
+def registered(trained_home):
+    return trained_home("progress=false", "model=mean")
 
 
 def test_monitor_refuses_a_session_far_before_the_others(small_demo, registered, cli, tmp_path):

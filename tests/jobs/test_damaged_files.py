@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from pulse_ml.config import compose
-from pulse_ml.jobs import train
-
 
 @pytest.fixture
-def registered(small_demo, pulse_home):
-    return train.run(compose("train", [f"data.path={small_demo}", "model=mean",
-                                       "progress=false"]))
+def registered(trained_home):
+    return trained_home("model=mean", "progress=false")
 
 
 @pytest.mark.parametrize("damage", [b"garbage\n", None])

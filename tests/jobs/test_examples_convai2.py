@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,10 +19,12 @@ import pandas as pd
 import pytest
 import yaml
 
+from tests.conftest import needs_shared, shared_path
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "convai2"
-SHARED = Path(os.environ.get("PULSE_SHARED_DIR") or REPO / ".." / "shared")  # override: env var
-DATA = SHARED / "data" / "real" / "convai2-wild-evaluation" / "data_volunteers.json"
+DATA_FILE = "data/real/convai2-wild-evaluation/data_volunteers.json"
+DATA = shared_path(DATA_FILE)
 
 
 def _load_prepare():
@@ -113,8 +114,7 @@ def test_feature_set_matches_prepare_output(tmp_path):
                                                                      node["treatment"])
 
 
-@pytest.mark.skipif(not DATA.is_file(),
-                    reason=f"ConvAI2 data {DATA} is absent (no <repo>/../shared folder)")
+@needs_shared(DATA_FILE)
 @pytest.mark.parametrize(("feature_file", "feature_set"), [
     ("features.yaml", "convai2"),
     ("features_text.yaml", "convai2_text"),  # + user_text, bot_text as text columns

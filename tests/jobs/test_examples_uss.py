@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -17,13 +16,12 @@ import pytest
 from pulse_ml.config import compose
 from pulse_ml.errors import PulseError
 from pulse_ml.jobs import audit, infer, train
+from tests.conftest import needs_shared, shared_path
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED = Path(os.environ.get("PULSE_SHARED_DIR") or ROOT / ".." / "shared")  # override: env var
-USS = (SHARED / "data" / "real" / "uss-user-satisfaction-simulation").resolve()
+USS = shared_path("data/real/uss-user-satisfaction-simulation")
 
-pytestmark = pytest.mark.skipif(not (USS / "SGD.txt").is_file(),
-                                reason=f"USS dialogues not available at {USS}")
+pytestmark = needs_shared("data/real/uss-user-satisfaction-simulation/SGD.txt")
 
 
 def _prepare():

@@ -29,7 +29,6 @@ import pandas as pd
 import pytest
 
 from pulse_ml.config import compose
-from pulse_ml.jobs import train
 
 REPO = Path(__file__).resolve().parents[2]
 FAST = ("tuning.n_trials=1", "progress=false", "model=mean")
@@ -103,8 +102,8 @@ def _file_size_limit(limit: int):
 
 
 @pytest.fixture
-def registered(small_demo, pulse_home):
-    return train.run(compose("train", [f"data.path={small_demo}", *FAST]))
+def registered(trained_home):
+    return trained_home(*FAST)
 
 
 # --- 2. timeouts -----------------------------------------------------------------------------

@@ -12,9 +12,6 @@ import json
 import pandas as pd
 import pytest
 
-from pulse_ml.config import compose
-from pulse_ml.jobs import train
-
 LONG = "Ünïcödé " * 38 + "!"  # 305 characters, 343 bytes: longer than a file name may be
 CASES = {"plan": f"../../etc/x (y) $\\foo$ 🎉 {LONG}", "claude4_vs_gpt5": '=HYPERLINK("http://x")'}
 ARMS = {"no-plan": "$x^2$ (control) 🚀", "show-plan": "שלום \u202eevil",
@@ -22,9 +19,8 @@ ARMS = {"no-plan": "$x^2$ (control) 🚀", "show-plan": "שלום \u202eevil",
 
 
 @pytest.fixture
-def registered(small_demo, pulse_home):
-    return train.run(compose("train", [f"data.path={small_demo}", "progress=false",
-                                       "model=mean"]))
+def registered(trained_home):
+    return trained_home("progress=false", "model=mean")
 
 
 @pytest.fixture

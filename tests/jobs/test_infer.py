@@ -10,16 +10,15 @@ import pandas as pd
 import pytest
 
 from pulse_ml.config import compose
-from pulse_ml.jobs import infer, train
+from pulse_ml.jobs import infer
 from pulse_ml.stats.arm_effect import compare_arms
 from pulse_ml.stats.arm_inputs import Arm
 
 
 @pytest.fixture
-def registered(small_demo, pulse_home):
+def registered(trained_home):
     """A champion trained on the small demo table."""
-    return train.run(compose("train", [f"data.path={small_demo}", "tuning.n_trials=3",
-                                       "progress=false", "model=lightgbm"]))
+    return trained_home("tuning.n_trials=3", "progress=false", "model=lightgbm")
 
 
 def _infer(small_demo, *overrides):

@@ -9,13 +9,11 @@ import pandas as pd
 import pytest
 
 from pulse_ml.config import compose
-from pulse_ml.jobs import train
 
 
 @pytest.fixture
-def registered(small_demo, pulse_home):
-    return train.run(compose("train", [f"data.path={small_demo}", "tuning.n_trials=2",
-                                       "progress=false", "model=lightgbm"]))
+def registered(trained_home):
+    return trained_home("tuning.n_trials=2", "progress=false", "model=lightgbm")
 
 
 def test_renamed_training_sessions_are_refused(small_demo, registered, cli, tmp_path):

@@ -9,15 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pulse_ml.config import compose
-from pulse_ml.jobs import train
-
 
 @pytest.fixture
-def registered(small_demo, pulse_home):
+def registered(trained_home):
     """A champion trained on the small demo table."""
-    return train.run(compose("train", [f"data.path={small_demo}", "tuning.n_trials=2",
-                                       "progress=false", "model=lightgbm"]))
+    return trained_home("tuning.n_trials=2", "progress=false", "model=lightgbm")
 
 
 def _catalogue(tmp_path, unit: str):

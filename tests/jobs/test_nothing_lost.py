@@ -69,8 +69,8 @@ def _no_hidden(*folders: Path) -> None:
 
 
 @pytest.fixture
-def registered(small_demo, pulse_home):
-    return train.run(compose("train", [f"data.path={small_demo}", *FAST]))
+def registered(trained_home):
+    return trained_home(*FAST)
 
 
 def _chats(path: Path, n: int = 40, seed: int = 0) -> Path:

@@ -61,14 +61,14 @@ def test_report_loads_without_console_errors_and_shows_effects(small_demo, pulse
         driver.quit()
 
 
-def test_report_shows_hostile_names_as_text(small_demo, pulse_home, tmp_path):
+def test_report_shows_hostile_names_as_text(small_demo, pulse_home, tmp_path, trained_home):
     """Names are data in the browser too: markup and formulas in case-study and condition names
     are shown as typed, nothing runs (issue 26)."""
     import pandas as pd
     from selenium.common.exceptions import NoAlertPresentException
     from selenium.webdriver.common.by import By
 
-    train.run(compose("train", [f"data.path={small_demo}", "progress=false", "model=mean"]))
+    trained_home("progress=false", "model=mean")
     names = {"plan": "<img src=x onerror=alert(1)> plan (ü)",
              "claude4_vs_gpt5": '=HYPERLINK("http://x")'}
     frame = pd.read_parquet(small_demo)

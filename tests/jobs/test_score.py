@@ -16,8 +16,9 @@ FAST = ["tuning.n_trials=1", "progress=false"]
 
 
 def test_score_cli_writes_honest_predictions_and_rejects_missing_columns(small_demo,
-                                                                         pulse_home, cli):
-    trained = train.run(compose("train", [f"data.path={small_demo}", "model=lightgbm", *FAST]))
+                                                                         pulse_home, cli,
+                                                                         trained_home):
+    trained = trained_home("model=lightgbm", *FAST)
     assert trained.promoted
     out = pulse_home / "scores" / "pred.parquet"
     res = cli("score", f"data.path={small_demo}", f"out={out}", "chunk_size=1000",

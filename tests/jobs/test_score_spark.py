@@ -9,17 +9,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pulse_ml.config import compose
-from pulse_ml.jobs import train
 from pulse_ml.simulate.generator import SimulateSettings, simulate
 
 pytest.importorskip("pyspark", reason="pyspark is missing: pip install 'pulse-ml[scale]' "
                     "(CI installs it through .[dev])")
 
 
-def test_spark_scores_equal_local_scores_row_by_row(small_demo, pulse_home, cli):
-    trained = train.run(compose("train", [f"data.path={small_demo}", "model=lightgbm",
-                                          "tuning.n_trials=1", "progress=false"]))
+def test_spark_scores_equal_local_scores_row_by_row(small_demo, pulse_home, cli, trained_home):
+    trained = trained_home("model=lightgbm", "tuning.n_trials=1", "progress=false")
     assert trained.promoted
     # 10^5 sessions: the training table (its labeled sessions have OOF predictions) plus
     # unlabeled sessions of another simulation under new ids
@@ -60,10 +57,9 @@ def test_spark_missing_names_the_extra(small_demo, pulse_home):
 
 
 def test_spark_scores_a_parquet_directory_and_checks_fingerprints(small_demo, pulse_home, cli,
-                                                                   colliding_table):
+                                                                   colliding_table, trained_home):
     """A Parquet directory (what Spark itself writes) scores; reused ids keep the mean."""
-    trained = train.run(compose("train", [f"data.path={small_demo}", "model=lightgbm",
-                                          "tuning.n_trials=1", "progress=false"]))
+    trained = trained_home("model=lightgbm", "tuning.n_trials=1", "progress=false")
     assert trained.promoted
     other = colliding_table
     single = pulse_home / "other.parquet"
@@ -91,9 +87,9 @@ def test_spark_scores_a_parquet_directory_and_checks_fingerprints(small_demo, pu
     assert note in res.stdout and note in res_spark.stdout
 
 
-def test_spark_refuses_csv_and_bad_values_before_scoring(small_demo, pulse_home, cli):
-    train.run(compose("train", [f"data.path={small_demo}", "model=lightgbm",
-                                "tuning.n_trials=1", "progress=false"]))
+def test_spark_refuses_csv_and_bad_values_before_scoring(small_demo, pulse_home, cli,
+                                                         trained_home):
+    trained_home("model=lightgbm", "tuning.n_trials=1", "progress=false")
     csv = pulse_home / "sessions.csv"
     pd.read_parquet(small_demo).head(10).to_csv(csv, index=False)
     res = cli("score", "engine=spark", f"data.path={csv}", f"out={pulse_home / 'o'}")

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from pulse_ml.config import compose
-from pulse_ml.jobs import train
 
-
-def test_spark_without_java_is_one_line(small_demo, pulse_home, cli, tmp_path):
+def test_spark_without_java_is_one_line(small_demo, pulse_home, cli, tmp_path, trained_home):
     pytest.importorskip("pyspark")
-    train.run(compose("train", [f"data.path={small_demo}", "model=mean", "progress=false"]))
+    trained_home("model=mean", "progress=false")
     fake = tmp_path / "no-java"
     (fake / "bin").mkdir(parents=True)  # JAVA_HOME without a java in it
     res = cli("score", "engine=spark", "spark_master='local[1]'", f"data.path={small_demo}",

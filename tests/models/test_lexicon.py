@@ -25,6 +25,7 @@ def test_cap_keeps_short_messages_and_cuts_long_ones(capsys):
         capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_ten_megabyte_message_is_scored_in_bounded_time():
     """Before the cap: 16,000 words took ~46 s, 2 million words would never finish."""
     code = ("import time; from pulse_ml.models.text_encoders import vader_features\n"

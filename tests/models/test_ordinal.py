@@ -25,6 +25,7 @@ def simulate_proportional_odds(
     return X, y
 
 
+@pytest.mark.slow
 @parametrize_with_checks([OrdinalLogitRegressor()])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
@@ -159,6 +160,7 @@ def test_pickle_roundtrip_reproduces_predictions():
     assert restored.get_params() == model.get_params()
 
 
+@pytest.mark.slow
 def test_many_distinct_continuous_targets():
     rng = np.random.default_rng(10)
     X = rng.normal(size=(2000, 5))

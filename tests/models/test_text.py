@@ -8,7 +8,6 @@ the package cannot be imported).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -34,6 +33,7 @@ from pulse_ml.sessions.text_options import text_search_space
 from pulse_ml.stats.arm_effect import compare_arms
 from pulse_ml.stats.arm_inputs import Arm
 from pulse_ml.training.metrics import pearson
+from tests.conftest import needs_shared, shared_path
 
 REPO = Path(__file__).resolve().parents[2]
 RIDGE = model_spec_from_mapping({"name": "ridge", "scale": True,
@@ -104,6 +104,7 @@ def _precomputed_stack(texts: list[str], y: np.ndarray) -> np.ndarray:
     return enc.transform(pd.Series(texts))[:, 0]
 
 
+@pytest.mark.slow
 def test_text_pure_noise_gives_oof_r_near_zero_and_no_ci_gain_while_a_leak_would_show():
     # y is independent of the text. Per replication the out-of-fold r of n=300 pure-noise
     # predictions has sd ~ 1/sqrt(300) = 0.058, so the mean over R=12 replications has
@@ -161,6 +162,7 @@ class _InSampleStack(TextFeatures):
         return Ridge(alpha=float(self.stack_alpha)).fit(design, y).predict(design)
 
 
+@pytest.mark.slow
 def test_inner_crossfit_keeps_the_structured_signal_an_in_sample_stack_drowns_it():
     # y = x + noise and the text is noise. With the inner cross-fit the stacked column is
     # ~uncorrelated with y in training, the ridge ignores it and the OOF r stays at r(x)
@@ -269,6 +271,7 @@ def _fitted_text_pipeline(encoders: str, stack_on: str):
     return build_pipeline(RIDGE, fs).fit(X, y), frame, X
 
 
+@pytest.mark.slow
 def test_joblib_round_trip_predicts_the_same_in_a_fresh_process(tmp_path):
     encoders, stack_on = "stack", "tfidf+hashing"
     if _has("vaderSentiment"):
@@ -313,6 +316,7 @@ _NO_NETWORK = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @needs_vader
 def test_vader_scores_offline_and_per_message():
     feats = vader_features(["I love this, thank you!", "This is terrible and useless.",
@@ -327,6 +331,7 @@ def test_vader_scores_offline_and_per_message():
     assert float(out.stdout.strip()) > 0.5
 
 
+@pytest.mark.slow
 @needs_wordllama
 def test_wordllama_loads_shipped_weights_with_the_network_blocked():
     code = _NO_NETWORK + textwrap.dedent("""
@@ -400,6 +405,7 @@ def test_check_text_column_counts_missing_and_refuses_non_text_rows():
             pd.Series([""] * 20, name="user_text"), np.arange(20.0))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("package", "func", "encoder", "hint", "wrong"), [
     # VADER is a base dependency: reinstall it; naming the text extra would not bring it back
     ("vaderSentiment", "vader_features", "vader", "pip install 'vaderSentiment>=3.3'",
@@ -489,12 +495,10 @@ def test_optuna_tunes_text_settings_through_the_pulse_objective():
 # The USS example table
 # --------------------------------------------------------------------------------------------
 
-SHARED = Path(os.environ.get("PULSE_SHARED_DIR") or REPO.parent / "shared")  # override: env var
-USS = SHARED / "data" / "real" / "uss-user-satisfaction-simulation"
+USS = shared_path("data/real/uss-user-satisfaction-simulation")
 
 
-@pytest.mark.skipif(not (USS / "SGD.txt").is_file(),
-                    reason=f"USS data not found at {USS} (the shared data folder is absent)")
+@needs_shared("data/real/uss-user-satisfaction-simulation/SGD.txt")
 def test_uss_prepare_matches_the_published_label_counts_and_hides_ratings():
     import importlib.util
 

@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow  # each test runs `pulse-ml validate` in a subprocess
+
 
 def _validate(path):
     res = subprocess.run([sys.executable, "-m", "pulse_ml", "validate", f"data.path={path}"],

@@ -9,7 +9,6 @@ from pulse_ml.simulate.events import write_events
 
 GIT_RE = re.compile(r"\bgit (commit|push|pull|reset|rebase)\b")
 FLAGS = ("git_commit", "git_push", "git_pull", "git_reset", "git_rebase")
-REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "real"
 
 
 def _sessions() -> pd.DataFrame:
@@ -69,10 +68,9 @@ def test_events_limit_and_seeded_output(tmp_path):
         (tmp_path / "b" / "s000002.json").read_bytes()
 
 
-def test_event_keys_match_a_real_openhands_stream(tmp_path):
-    real_file = REAL / "openhands-v0-event-streams" / "runtime_trajs" / "basic_gui_mode.json"
-    if not real_file.is_file():
-        pytest.skip(f"real OpenHands event streams not available at {real_file}")
+def test_event_keys_match_a_real_openhands_stream(tmp_path, shared_data):
+    real_file = shared_data(
+        "data/real/openhands-v0-event-streams/runtime_trajs/basic_gui_mode.json")
     real = json.loads(real_file.read_text())
     write_events(_sessions(), tmp_path, seed=0)
     ours = _load(tmp_path, "s000001")

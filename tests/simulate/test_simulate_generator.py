@@ -124,6 +124,7 @@ def test_ground_truth_effects_and_rho(default_result):
     assert truth.mc_sessions["rho_labeled"] > 15_000
 
 
+@pytest.mark.slow
 def test_signal_moves_bayes_rho(default_settings):
     small = replace(default_settings, mc_sessions=120_000, **{k: v for k, v in SMALL.items()
                                                               if k != "mc_sessions"})
@@ -134,6 +135,7 @@ def test_signal_moves_bayes_rho(default_settings):
     assert abs(none) < 0.05
 
 
+@pytest.mark.slow
 def test_same_seed_same_bytes_and_other_seed_differs(default_settings, tmp_path):
     small = replace(default_settings, **SMALL)
     a = _parquet_hash(simulate(small).sessions, tmp_path / "a.parquet")

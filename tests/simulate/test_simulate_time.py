@@ -35,6 +35,7 @@ def test_every_arm_runs_over_the_days_with_even_daily_volume(small):
     assert labeled_plan.sum() == 40 and set(labeled_plan) == {4}
 
 
+@pytest.mark.slow
 def test_same_seed_same_times_and_days_setting(small):
     a = simulate(small).sessions["started_at"]
     b = simulate(small).sessions["started_at"]

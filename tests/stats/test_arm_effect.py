@@ -177,6 +177,7 @@ def _clustered_data(seed, reps, n_users, per_user, n_lab, tau):
     return users, y, f, order[..., :n_lab], order[..., n_lab:]
 
 
+@pytest.mark.slow
 def test_stats_compare_cluster_robust_interval_covers_while_iid_undercovers():
     reps, n_users, tau = 1000, 100, 0.25
     users, y, f, lab, unl = _clustered_data(2024, reps, n_users, 12, 240, tau)

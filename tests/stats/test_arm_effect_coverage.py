@@ -16,6 +16,7 @@ import validity_sims as sims
 from pulse_ml.stats.arm_batch import compare_batch
 
 LEGACY = {"small_sample": False, "lam_mode": "per_arm"}
+pytestmark = pytest.mark.slow  # 3,000-10,000 replications per design: seconds each
 
 
 @pytest.mark.parametrize("n", [10, 20, 30])

@@ -9,6 +9,7 @@ If a leak of training labels into the rectifier is reintroduced, this test fails
 """
 
 import numpy as np
+import pytest
 from sklearn.ensemble import RandomForestRegressor
 from sklearn.model_selection import KFold
 
@@ -60,6 +61,7 @@ def _one_replication(rep):
     return out
 
 
+@pytest.mark.slow
 def test_stats_honesty_in_sample_predictions_undercover_cross_fit_covers():
     results = np.array([_one_replication(rep) for rep in range(REPS)], dtype=float)
     cov_in, ratio_in = results[:, 0, 0].mean(), results[:, 0, 1].mean()

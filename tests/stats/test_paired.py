@@ -118,6 +118,7 @@ def _clustered(rng, users, R, new_sd, user_sd=0.5):
     return y, new, ref
 
 
+@pytest.mark.slow
 def test_coverage_and_false_promotions_under_user_clustering():
     """Two equally good predictors (true ΔMSE = Δr = 0), errors correlated within users.
 

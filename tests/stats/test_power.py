@@ -120,6 +120,7 @@ def _clustered_power(n, effect, big_n, reps, seed, ppi):
     return float(np.mean((lower > 0) | (upper < 0)))
 
 
+@pytest.mark.slow
 def test_stats_power_planned_matches_simulated_for_clustered_design():
     # 2,000 replications: MC s.d. of a power near 0.8 is 0.009; the tolerance 0.03 is 3.3 s.d.
     # The old planner (no design effect, no cap, z) plans n giving power ~0.6 here.

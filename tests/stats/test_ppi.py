@@ -3,7 +3,6 @@
 import importlib
 import json
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,9 +15,10 @@ from pulse_ml.stats.ppi import (
     ppi_mean_pointestimate,
     ppi_power_tuned_lambda,
 )
+from tests.conftest import needs_shared, shared_path
 
 TOL = 1e-10
-DATA_DIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "real" / "ppi-datasets"
+DATA_DIR = shared_path("data/real/ppi-datasets")
 REFERENCE = DATA_DIR / "reference_ppi_py_0.2.3.json"
 
 
@@ -47,9 +47,7 @@ def _split(case):
 
 
 CASES = _load_cases()
-needs_data = pytest.mark.skipif(
-    not CASES, reason=f"real ppi datasets not found at {DATA_DIR} (shared data folder absent)"
-)
+needs_data = needs_shared("data/real/ppi-datasets/reference_ppi_py_0.2.3.json")
 
 
 @needs_data

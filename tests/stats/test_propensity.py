@@ -27,6 +27,7 @@ def _covers(res, tau):
     return res.augmented.ci_lower <= tau <= res.augmented.ci_upper
 
 
+@pytest.mark.slow
 def test_stats_reweighting_restores_coverage_under_feature_dependent_labeling():
     # Raters over-represent high-x sessions, where the treatment helps more: unweighted PPI++
     # targets the wrong population. MC error: 1,500 replications give s.d. 0.0056 around 0.95
@@ -100,6 +101,7 @@ def test_stats_prediction_shift_statistics():
         prediction_shift([1.0], [1.0, 2.0])
 
 
+@pytest.mark.slow
 def test_stats_reweighting_covers_on_the_clustered_path_with_users_in_both_arms():
     # infer reweight=true on the default path: users (1-6 sessions, random effects) in both
     # arms, P(labeled) rising with x, the treatment effect rising with x; propensities

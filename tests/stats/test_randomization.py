@@ -121,6 +121,7 @@ def test_permuted_rows_equal_compare_arms_on_the_permuted_shifted_data():
                                            abs=1e-7)
 
 
+@pytest.mark.slow
 def test_exact_p_value_by_full_enumeration():
     """4 + 4 users: every assignment by compare_batch, p-values counted by hand, then validity."""
     rng = np.random.default_rng(11)
@@ -155,6 +156,7 @@ def test_exact_p_value_by_full_enumeration():
         assert (p_all <= k / 70 + 1e-12).mean(axis=0).max() <= k / 70 + 1e-12
 
 
+@pytest.mark.slow
 def test_interval_is_the_set_of_effects_not_rejected():
     rng = np.random.default_rng(5)
     data = simulate(rng, 10, additive=0.4)

@@ -238,6 +238,7 @@ def test_stats_sequential_burn_in_and_target():
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "users,randomize",
     [(None, "session"), (100, "session"), (100, "user")],
@@ -260,6 +261,7 @@ def test_stats_sequential_null_daily_peeking_vs_sequence(users, randomize):
         assert single < 0.085  # one look at the fixed interval is (about) fine
 
 
+@pytest.mark.slow
 def test_stats_sequential_null_at_the_fewest_users_checked():
     """45 users per test (32-45 labeled per arm), strong user effects: the sequences stay valid.
 
@@ -278,6 +280,7 @@ def test_stats_sequential_null_at_the_fewest_users_checked():
         assert _ever_outside(tab, 0.0, est) <= 0.065, est
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("users", [None, 100])
 def test_stats_sequential_time_uniform_coverage_with_an_effect(users):
     data, true_effect = simulate_monitoring(
@@ -292,6 +295,7 @@ def test_stats_sequential_time_uniform_coverage_with_an_effect(users):
     assert seq["augmented"] > seq["naive"] + 0.1  # PPI++ reaches a conclusion more often
 
 
+@pytest.mark.slow
 def test_stats_sequential_ppi_stops_earlier_as_planned_from_rho():
     effect, signal = 0.35, 0.8
     data, true_effect = simulate_monitoring(REPS, n_days=DAYS, effect=effect, signal=signal, seed=3)

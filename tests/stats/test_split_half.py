@@ -41,15 +41,18 @@ def _flag_rate(method, **design):
     return flagged
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["naive_iid", "augmented_iid"])
 def test_stats_split_half_flags_iid_intervals_on_clustered_data(method):
     assert _flag_rate(method) >= 0.8  # users randomized to arms, intra-user correlation 1/3
 
 
+@pytest.mark.slow
 def test_stats_split_half_flags_in_sample_predictions():
     assert _flag_rate("augmented", leak=0.8, tau=0.5, by_user=False) >= 0.8
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "method,design",
     [("naive", {}), ("augmented", {}), ("augmented", {"by_user": False})],

@@ -20,7 +20,8 @@ def test_all_paper_families_are_configured():
     assert {"ordinal_logit", "random_forest", "hist_gb", "lightgbm", "mean"} <= set(FAMILIES)
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", [pytest.param(f, marks=pytest.mark.slow) if "forest" in f else f
+                                    for f in FAMILIES])  # forests: seconds per fit
 @pytest.mark.parametrize("features", ["all", "user", "no_llm"])
 def test_family_composes_instantiates_and_fits(family, features, small_demo, pulse_home):
     cfg = compose("train", [f"model={family}", f"features={features}",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import pandas as pd
+import pytest
 
 from pulse_ml import settings
 from pulse_ml.config import compose
@@ -30,6 +31,7 @@ def _objective(small_demo, family="ordinal_logit"):
     return CVObjective(labeled, y, folds, model_spec(cfg), table.features)
 
 
+@pytest.mark.slow
 def test_two_workers_every_trial_reaches_the_main_process_once(small_demo, tmp_path):
     seen = []
     tuning = TuningSettings(n_trials=6, workers=2, storage=str(tmp_path / "s.journal"))
@@ -55,6 +57,7 @@ def test_two_workers_every_trial_reaches_the_main_process_once(small_demo, tmp_p
     assert set(importances) <= set(study.best_params) and abs(sum(importances.values()) - 1) < 1e-6
 
 
+@pytest.mark.slow
 def test_two_invocations_on_one_sqlite_study_each_log_only_their_own(small_demo, tmp_path):
     """A second run_study on the same study (another `train`) starts while the first runs.
 
