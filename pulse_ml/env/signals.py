@@ -9,6 +9,7 @@ marked KILLED, partial outputs removed) runs for it too; the CLI exits 143 (128 
 from __future__ import annotations
 
 import signal
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -41,11 +42,26 @@ def exit_code(exc: KeyboardInterrupt) -> int:
 def deferred() -> Iterator[None]:
     """Hold SIGINT and SIGTERM while the block runs; they are delivered right after it.
 
-    For a few renames that must all happen or none (publishing a set of result files).
+    For a few renames that must all happen or none (publishing a set of result files). The
+    signals are held at Python level: masking them in the main thread is not enough once
+    another thread exists (a progress bar's monitor, MLflow's logging), because the kernel
+    then delivers the signal there and Python still runs the handler in the main thread,
+    in the middle of the block. Outside the main thread this is a no-op (handlers run in the
+    main thread only).
     """
-    held = {signal.SIGINT, signal.SIGTERM}
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+
+    def hold(signum, _frame) -> None:
+        held.append(signum)
+
+    previous = {s: signal.signal(s, hold) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if held:  # delivered again, now to the handler that was in place before the block
+            signal.raise_signal(held[0])
