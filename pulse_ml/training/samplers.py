@@ -62,9 +62,10 @@ def make_sampler(sampler: str, seed: int, worker: int = 0):
     """The Optuna sampler ``sampler``, seeded with ``seed + worker``.
 
     ``qmc`` keeps one scrambled Sobol sequence per study (seed ``seed`` in every worker, as
-    Optuna requires: the workers share the sequence's position through the study); its
-    first trial and any categorical parameter come from a random sampler seeded
-    ``seed + worker``. ``cmaes`` draws categorical parameters from such a random sampler too.
+    Optuna requires: the workers share the sequence's position through the study; categorical
+    parameters take a coordinate of it too); its first trial, which fixes the search space,
+    comes from a random sampler seeded ``seed + worker``. ``cmaes`` models the numeric
+    parameters only: categorical ones come from such a random sampler (Optuna's fallback).
     """
     import warnings
 
