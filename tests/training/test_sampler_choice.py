@@ -145,7 +145,6 @@ def test_cmaes_leaves_categorical_parameters_to_a_seeded_random_sampler():
     assert {t.params["c"] for t in study.trials} == {"a", "b", "none"}
 
 
-@pytest.mark.slow
 def test_a_resumed_study_continues_with_the_sampler_given_now(tmp_path):
     journal = str(tmp_path / "study.journal")
     tpe = TuningSettings(storage=journal, seed=2, n_splits=N_STEPS)
