@@ -1,9 +1,12 @@
 """Tune one model family with Optuna under k-fold CV, log it to MLflow, register and promote.
 
 For the family chosen with ``model=<family>`` (ordinal_logit, random_forest, hist_gb, lightgbm,
-mean, or a YAML path) and the feature set ``features=<set>``: a seeded TPE study runs
-``tuning.n_trials`` trials of 5-fold CV (per-fold median pruning), kept in a journal file under
-the tracking store (``tuning.storage=auto``; continue it later with ``tuning.study_name=...``).
+mean, or a YAML path) and the feature set ``features=<set>``: a seeded Optuna study runs
+``tuning.n_trials`` trials of 5-fold CV, kept in a journal file under the tracking store
+(``tuning.storage=auto``; continue it later with ``tuning.study_name=...``, with the sampler and
+pruner given then). ``tuning.sampler=tpe|random|cmaes|qmc`` (cmaes: ``pip install cmaes``;
+categorical parameters drawn at random) and ``tuning.pruner=median|hyperband|none`` over the
+folds; ``tuning.prune=false`` means ``pruner=none`` (refused with ``pruner=hyperband``).
 Every trial is logged as it finishes, as a nested MLflow run under one parent run per family
 in experiment ``pulse-train``; the best trial's 5 fold models become one cross-fit ensemble,
 logged (named after the family) with its out-of-fold predictions.
@@ -54,6 +57,7 @@ from pulse_ml.training.family import FamilyFit, tune_family
 from pulse_ml.training.paired import PairedSettings
 from pulse_ml.training.promotion_rule import RULES, decide
 from pulse_ml.training.report import TrainResult
+from pulse_ml.training.samplers import PRUNERS, SAMPLERS, checked_sampler, pruner_in_use
 from pulse_ml.training.selection import (
     TrainingSelection,
     parse_trained_before,
@@ -121,8 +125,9 @@ def text_cache_folder(cfg: Node) -> str | None:
 def tuning_settings(cfg: Node, verb: str = "train") -> TuningSettings:
     """Typed tuning and CV settings from the composed ``tuning``/``cv`` nodes."""
     objective = choice(cfg, "objective", verb, {k: f"{v} it" for k, v in OBJECTIVES.items()})
-    storage = text(cfg, "tuning.storage")
-    named = text(cfg, "tuning.study_name")
+    storage, named = text(cfg, "tuning.storage"), text(cfg, "tuning.study_name")
+    pruner = pruner_in_use(choice(cfg, "tuning.pruner", verb, PRUNERS),
+                           flag(cfg, "tuning.prune", verb, True), verb)
     fresh = storage in (None, "memory") or (storage == "auto" and not named)
     if cfg.select("tuning.n_trials") in (0, "0") and fresh:
         raise PulseError(f"pulse-ml {verb}: tuning.n_trials=0 runs no trial, and this run's "
@@ -134,22 +139,15 @@ def tuning_settings(cfg: Node, verb: str = "train") -> TuningSettings:
         n_trials=number(cfg, "tuning.n_trials", verb, 1 if fresh else 0, None, integer=True),
         timeout_s=number(cfg, "tuning.timeout_s", verb, 0, None, open_interval=True,
                          optional=True),
-        storage=_storage_setting(cfg), study_name=text(cfg, "tuning.study_name"),
+        storage=None if storage == "memory" else storage, study_name=named,
         workers=number(cfg, "tuning.workers", verb, 1, None, integer=True),
         objective=objective, seed=number(cfg, "seed", verb, integer=True),
         n_splits=number(cfg, "cv.n_splits", verb, 2, None, integer=True),
         cv_seed=number(cfg, "cv.seed", verb, integer=True),
         group_by_user=choice(cfg, "cv.group_by", verb, GROUP_MODES) == "user_id",
-        prune=flag(cfg, "tuning.prune", verb, True),
+        prune=pruner != "none", pruner=pruner,
+        sampler=checked_sampler(choice(cfg, "tuning.sampler", verb, SAMPLERS), verb),
         sampler_seed=number(cfg, "tuning.sampler_seed", verb, integer=True, optional=True))
-
-
-def _storage_setting(cfg: Node) -> str | None:
-    """``tuning.storage``: ``auto`` (kept as is, resolved per run), ``memory``/null, or a URL."""
-    value = text(cfg, "tuning.storage")
-    if value is None or value == "memory":
-        return None
-    return value
 
 
 def _register_mode(cfg: Node, verb: str) -> str:
@@ -347,7 +345,8 @@ def _log_fit(fit: FamilyFit, tuning: TuningSettings, config_yaml: str, oof: pd.D
                                          else keys.NOT_GROUPED),
                 keys.OBJECTIVE: tuning.objective, "n_trials_requested": tuning.n_trials,
                 "storage": tuning.storage, keys.STUDY_NAME: tuning.study_name,
-                "workers": tuning.workers},
+                "workers": tuning.workers, keys.SAMPLER: tuning.sampler,
+                keys.PRUNER: tuning.pruner_used},
         metrics={**m.as_dict(), keys.N_TRIALS: fit.n_trials_total,
                  "n_trials_complete": fit.n_complete, keys.TUNING_TIME: fit.seconds,
                  keys.BEST_TRIAL: fit.best_number, **extra_metrics},
@@ -388,7 +387,7 @@ def run_settings(job: TrainSettings) -> TrainResult:
     say(wrap_lines(f"training {spec.name} on {int(table.labeled.sum())} labeled sessions of "
           f"{Path(table.path).name}{chosen} (features '{table.features.name}', "
           f"{tuning.n_trials if spec.search_space else 1} trial(s) x {tuning.n_splits}-fold CV, "
-          f"objective {tuning.objective})"))
+          f"objective {tuning.objective}, {tuning.sampler} sampler, pruner {tuning.pruner_used})"))
     say(note_lines(table.notes), end="")  # e.g. how many sessions have no text
     with cache_folder(job.text_cache):  # read by the text encoders (and tuning workers)
         result = train_family(table, spec, job)

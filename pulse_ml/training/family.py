@@ -149,7 +149,8 @@ def tune_family(table: SessionTable, spec: ModelSpec, tuning: TuningSettings,
     folds = make_folds(len(y), tuning.n_splits, tuning.cv_seed, groups)
     fp = fingerprint(labeled, features)
     name = study_name_for(spec, features, fp, tuning)
-    objective = CVObjective(labeled, y, folds, spec, features, tuning.objective, tuning.prune)
+    objective = CVObjective(labeled, y, folds, spec, features, tuning.objective,
+                            tuning.pruner_used != "none")
     start = time.perf_counter()
     if invocation is None:
         import uuid

@@ -63,7 +63,8 @@ def describe(result: TrainResult, fit: FamilyFit, data_name: str, tuning: Tuning
         f"`{data_name}` (fingerprint `{result.data_fingerprint[:12]}`), "
         f"{tuning.n_splits}-fold CV {'grouped by user' if tuning.group_by_user else 'by session'}"
         f", seed {tuning.seed}.",
-        f"- Optuna: {len(fit.trials)} trial(s) in this run ({states.get('PRUNED', 0)} pruned, "
+        f"- Optuna ({tuning.sampler} sampler, pruner {tuning.pruner_used}): "
+        f"{len(fit.trials)} trial(s) in this run ({states.get('PRUNED', 0)} pruned, "
         f"{states.get('FAIL', 0)} failed; {fit.n_trials_total} in the study), best trial "
         f"{fit.best_number}; study `{result.study_name}`.",
         f"- Out-of-fold: MSE {m.mse:.4f} ± {np.std(m.fold_mse):.4f}, MAE {m.mae:.4f}, "

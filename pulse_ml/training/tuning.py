@@ -1,9 +1,9 @@
 """Optuna tuning of one model family under k-fold cross-validation.
 
 The data are loaded once into a :class:`CVObjective`; each trial samples hyper-parameters,
-fits one pipeline per fold, reports the running score per fold (median pruning) and stores its
-fold metrics as user attributes. Several worker processes can share one study through a journal
-file or a database URL (``storage``).
+fits one pipeline per fold, reports the running score per fold (for the pruner,
+``training/samplers.py``) and stores its fold metrics as user attributes. Several worker
+processes can share one study through a journal file or a database URL (``storage``).
 """
 
 from __future__ import annotations
@@ -22,13 +22,19 @@ from pulse_ml.sessions.feature_sets import FeatureSet
 from pulse_ml.training.folds import make_folds  # noqa: F401 - re-exported
 from pulse_ml.training.metrics import cv_metrics, pearson
 from pulse_ml.training.nested import PREDICTIONS_ATTR, pack_predictions
+from pulse_ml.training.samplers import make_pruner, make_sampler
 
 OBJECTIVES = {keys.CV_MSE: "minimize", keys.CV_PEARSON: "maximize"}
 
 
 @dataclass(frozen=True)
 class TuningSettings:
-    """How to tune: trials, time, storage, parallel workers, objective and seeds."""
+    """How to tune: trials, time, storage, parallel workers, objective, sampler, pruner, seeds.
+
+    ``sampler``/``pruner`` are keys of :data:`~pulse_ml.training.samplers.SAMPLERS` and
+    :data:`~pulse_ml.training.samplers.PRUNERS`; ``prune=False`` turns pruning off whatever
+    ``pruner`` says (:attr:`pruner_used`).
+    """
 
     n_trials: int = 30
     timeout_s: float | None = None
@@ -42,11 +48,18 @@ class TuningSettings:
     group_by_user: bool = True
     prune: bool = True
     sampler_seed: int | None = None
+    sampler: str = "tpe"
+    pruner: str = "median"
 
     @property
     def tpe_seed(self) -> int:
-        """Seed of the TPE sampler: ``sampler_seed`` when set (one per machine), else ``seed``."""
+        """The sampler's seed (any sampler): ``sampler_seed`` if set, else ``seed`` (+ worker)."""
         return self.seed if self.sampler_seed is None else self.sampler_seed
+
+    @property
+    def pruner_used(self) -> str:
+        """The pruner the study uses: ``pruner``, or ``none`` when ``prune`` is off."""
+        return self.pruner if self.prune else "none"
 
 
 class CVObjective:
@@ -128,12 +141,15 @@ def _storage(url: str | None):
 
 
 def open_study(settings: TuningSettings, study_name: str, worker: int = 0):
-    """Create or load the study (seeded TPE, median pruner) — resumable with a storage."""
+    """Create or load the study — resumable with a storage.
+
+    The sampler (seeded ``tpe_seed + worker``) and the pruner are the ones of ``settings``,
+    also for a study that exists already (Optuna does not store them).
+    """
     import optuna
 
-    sampler = optuna.samplers.TPESampler(seed=settings.tpe_seed + worker)
-    pruner = (optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=1)
-              if settings.prune else optuna.pruners.NopPruner())
+    sampler = make_sampler(settings.sampler, settings.tpe_seed, worker)
+    pruner = make_pruner(settings.pruner_used, settings.n_splits)
     return optuna.create_study(study_name=study_name, storage=_storage(settings.storage),
                                sampler=sampler, pruner=pruner,
                                direction=OBJECTIVES[settings.objective], load_if_exists=True)
