@@ -33,6 +33,8 @@ def run(cfg) -> None:
 
 
 def _cut(name: str) -> str:
+    """A tag value fit for one table cell: whitespace collapsed, at most ``_WIDE`` characters."""
+    name = " ".join(name.split())
     return name if len(name) <= _WIDE else name[:_WIDE - 3] + "..."
 
 
@@ -42,6 +44,7 @@ def list_versions() -> None:
 
     import pandas as pd
 
+    from pulse_ml import keys
     from pulse_ml.registry.models import list_versions as registered
     from pulse_ml.registry.store import REGISTERED_MODEL, tracking_uri
     from pulse_ml.report.tables import text_table
@@ -55,8 +58,8 @@ def list_versions() -> None:
         "version": [int(r.version) if r.version.isdigit() else r.version for r in records],
         "family": [_cut(r.family) for r in records],
         "feature set": [_cut(r.feature_set) for r in records],
-        "cv_mse": [float("nan") if r.cv_mse is None else r.cv_mse for r in records],
-        "cv_pearson": [float("nan") if r.cv_pearson is None else r.cv_pearson for r in records],
+        keys.CV_MSE: [float("nan") if r.cv_mse is None else r.cv_mse for r in records],
+        keys.CV_PEARSON: [float("nan") if r.cv_pearson is None else r.cv_pearson for r in records],
         "alias": ["champion" if r.champion else "" for r in records],
         "created (UTC)": [datetime.fromtimestamp(r.created, UTC).strftime("%Y-%m-%d %H:%M")
                           for r in records],
