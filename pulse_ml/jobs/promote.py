@@ -65,7 +65,7 @@ def list_versions() -> None:
                           for r in records],
     })
     say(f"{len(records)} registered version{'s' if len(records) != 1 else ''} of "
-        f"{REGISTERED_MODEL} ({tracking_uri()}):\n")
+        f"{REGISTERED_MODEL} in {tracking_uri()}\n")
     say(text_table(frame, digits=4))
     none = "" if any(r.champion for r in records) else "No version is the champion yet. "
     say(f"\n{none}Move the champion with `pulse-ml promote version=N`.")
