@@ -42,6 +42,8 @@ def _usage() -> str:
     width = max(len(v) for v in VERBS)
     lines = [
         "usage: pulse-ml <verb> [key=value ...] [-m key=a,b ...]",
+        "       pulse-ml help <verb>    (= pulse-ml <verb> --help)",
+        "       pulse-ml --version, -V",
         "",
         "PULSE: conclusive A/B tests of AI-agent designs with a fraction of the human ratings.",
         "",
@@ -54,6 +56,8 @@ def _usage() -> str:
         "options (after the verb):",
         "  --help, -h     the verb's description and its composed config",
         "  --cfg          print the composed config and exit",
+        "  --cfg job      the same, as Hydra spells it (--cfg all too; -c for --cfg)",
+        "  --info, -i     the config directory, search path and the verb's config groups",
         "  -m, --multirun run once per combination of comma-separated values",
         "",
         "Overrides are Hydra syntax, e.g. `pulse-ml train model=lightgbm tuning.n_trials=50`.",
@@ -73,9 +77,127 @@ def _module_doc(module: str) -> str:
         return (ast.get_docstring(ast.parse(fh.read())) or "").strip()
 
 
+# Hydra's forms of --cfg and --info (the word after the option); pulse-ml composes configs with
+# Hydra's compose API and runs no Hydra app, so it has no `hydra` config to print.
+CFG_FORMS = ("job", "all")
+INFO_FORMS = ("all", "config", "defaults", "defaults-tree", "plugins", "searchpath")
+
+
+def _is_word(arg: str) -> bool:
+    """A bare word (no ``=``, no leading ``-``, ``+`` or ``~``): never an override."""
+    return "=" not in arg and not arg.startswith(("-", "+", "~"))
+
+
+def _take_forms(rest: list[str]) -> tuple[list[str], str | None, str | None]:
+    """Take ``--cfg [form]`` / ``-c`` and ``--info [form]`` / ``-i`` out of a verb's arguments.
+
+    Returns:
+        ``(other arguments, --cfg form, --info form)``; a form is None when its option is
+        absent, ``job`` for a bare ``--cfg`` and ``all`` for a bare ``--info``.
+    """
+    kept: list[str] = []
+    forms: dict[str, str | None] = {"cfg": None, "info": None}
+    i = 0
+    while i < len(rest):
+        name, eq, value = rest[i].partition("=")
+        which = {"--cfg": "cfg", "-c": "cfg", "--info": "info", "-i": "info"}.get(name)
+        if which is None:
+            kept.append(rest[i])
+        else:
+            if not eq and i + 1 < len(rest) and _is_word(rest[i + 1]):
+                i += 1
+                value = rest[i]
+            forms[which] = value or ("job" if which == "cfg" else "all")
+        i += 1
+    return kept, forms["cfg"], forms["info"]
+
+
+def _form_problem(verb: str, cfg_form: str | None, info_form: str | None) -> str | None:
+    """The one-line message for a form of --cfg / --info pulse-ml does not have, or None."""
+    import difflib
+
+    supported = "Use --cfg, --cfg job or --cfg all (the composed config), or --info."
+    if cfg_form == "hydra":
+        return (f"pulse-ml {verb}: --cfg hydra: pulse-ml runs no Hydra app (it uses Hydra's "
+                f"compose API), so there is no hydra config to print. {supported}")
+    for option, form, forms in (("--cfg", cfg_form, CFG_FORMS), ("--info", info_form,
+                                                                   INFO_FORMS)):
+        if form is not None and form not in forms:
+            close = difflib.get_close_matches(form, forms, n=1)
+            hint = f" Did you mean {option} {close[0]}?" if close else ""
+            return (f"pulse-ml {verb}: {option} {form[:40]!r} is not a form of {option} "
+                    f"({', '.join(forms)}).{hint} {supported}")
+    return None
+
+
+def _group_lines(verb: str) -> list[str]:
+    """The verb's config groups and their options, as ``--help`` and ``--info`` show them."""
+    from pulse_ml.config_check import defaults_of, group_options
+
+    groups = defaults_of(verb)
+    if not groups:
+        return []
+    lines = ["config groups (group=option, or group=path/to/file.yaml):"]
+    for group, default in groups.items():
+        opts = ", ".join(o + ("*" if o == default else "") for o in group_options(group))
+        lines.append(f"  {group}: {opts}")
+    return lines + ["  (* = default)"]
+
+
+def _info(verb: str) -> str:
+    """``--info``: versions, the config directory and search path, defaults and groups.
+
+    Read with plain YAML (no Hydra import): the search path is the one Hydra's compose API
+    builds for ``config.compose`` (``initialize_config_dir``).
+    """
+    import textwrap
+    from importlib.metadata import PackageNotFoundError, version
+
+    from pulse_ml import __version__
+    from pulse_ml.config_check import load_yaml
+    from pulse_ml.env.paths import conf_dir
+
+    try:
+        hydra = f"hydra-core {version('hydra-core')}"
+    except PackageNotFoundError:
+        hydra = "hydra-core (not installed)"
+    folder = conf_dir()
+    defaults = []
+    for item in load_yaml(folder / f"{verb}.yaml").get("defaults") or []:
+        defaults += ([f"{k}: {v}" for k, v in item.items()] if isinstance(item, dict)
+                     else [str(item)])
+    lines = [
+        f"pulse-ml {verb}: where its config comes from",
+        f"  pulse-ml {__version__}, {hydra} (its compose API: no Hydra app, plugins or "
+        "output folder)",
+        "",
+        f"config directory: {folder}",
+        f"primary config:   {verb}.yaml",
+        "config search path (as Hydra's compose API builds it):",
+        "  hydra   pkg://hydra.conf",
+        f"  main    {folder.as_uri()}",
+        "  schema  structured://",
+    ]
+    lines += textwrap.wrap("defaults list: " + (", ".join(defaults) or "(none)"), 100,
+                           subsequent_indent="  ", break_on_hyphens=False,
+                           break_long_words=False)
+    groups = _group_lines(verb)
+    lines += ([""] + groups) if groups else []
+    lines += ["", f"`pulse-ml {verb} --cfg` prints the composed config; `--help` describes "
+              "the verb and its keys."]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``pulse-ml`` console script."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if any(a in ("--version", "-V") for a in args):
+        from pulse_ml import __version__
+
+        print(f"pulse-ml {__version__}")
+        return
+    if len(args) > 1 and args[0] == "help":  # `pulse-ml help train` = `pulse-ml train --help`
+        args = [args[1], "--help", *args[2:]]
     if not args or args[0] in ("-h", "--help", "help"):
         print(_usage())
         return
@@ -90,15 +212,22 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    rest, cfg_form, info_form = _take_forms(rest)
+    if info_form == "config":  # Hydra's `--info config` is the composed config
+        cfg_form, info_form = cfg_form or "job", None
     multirun = any(a in ("-m", "--multirun") for a in rest)
     show_help = any(a in ("-h", "--help") for a in rest)
-    show_cfg = "--cfg" in rest
+    show_cfg = cfg_form is not None
     overrides = [a for a in rest if not a.startswith("-")]
     unknown = [a for a in rest if a.startswith("-") and a not in
-               ("-m", "--multirun", "-h", "--help", "--cfg")]
+               ("-m", "--multirun", "-h", "--help")]
     if unknown:
         print(f"pulse-ml {verb}: unknown option {unknown[0]}. Overrides are key=value.",
               file=sys.stderr)
+        sys.exit(2)
+    problem = _form_problem(verb, cfg_form, info_form)
+    if problem:
+        print(problem, file=sys.stderr)
         sys.exit(2)
 
     from pulse_ml.env import signals
@@ -113,6 +242,9 @@ def main(argv: list[str] | None = None) -> None:
         from pulse_ml.config_check import quick_check
 
         quick_check(verb, [o for o in overrides if "," not in o or not multirun])
+        if info_form is not None and not show_help:
+            print(_info(verb))
+            return
         from pulse_ml.config import compose, expand_sweeps, to_yaml
 
         jobs = expand_sweeps(overrides) if multirun else [overrides]
@@ -120,18 +252,11 @@ def main(argv: list[str] | None = None) -> None:
             quick_check(verb, job)
         if show_help or show_cfg:
             if show_help:
-                from pulse_ml.config_check import defaults_of, group_options
-
                 print(f"pulse-ml {verb}: {VERBS[verb][1]}\n")
                 print(_module_doc(VERBS[verb][0]) + "\n")
-                groups = defaults_of(verb)
+                groups = _group_lines(verb)
                 if groups:
-                    print("config groups (group=option, or group=path/to/file.yaml):")
-                    for group, default in groups.items():
-                        opts = ", ".join(o + ("*" if o == default else "")
-                                         for o in group_options(group))
-                        print(f"  {group}: {opts}")
-                    print("  (* = default)\n")
+                    print("\n".join(groups) + "\n")
                 print("composed config (override any key with key=value):\n")
             print(to_yaml(compose(verb, jobs[0])))
             return

@@ -57,6 +57,72 @@ def champion_version(name: str = REGISTERED_MODEL):
 
 
 @dataclass(frozen=True)
+class VersionRecord:
+    """One registered version of ``pulse-satisfaction``, as plain values (``pulse-ml promote``).
+
+    Attributes:
+        version: The version number (``"3"``).
+        family: The model family (its ``family`` tag; "" when absent).
+        feature_set: The feature set (its ``feature_set`` tag; "" when absent).
+        cv_mse: The cross-validated MSE in its tags, or None.
+        cv_pearson: The cross-validated Pearson r in its tags, or None.
+        champion: Whether the ``champion`` alias points at it.
+        created: Creation time, seconds since the epoch (UTC).
+    """
+
+    version: str
+    family: str
+    feature_set: str
+    cv_mse: float | None
+    cv_pearson: float | None
+    champion: bool
+    created: float
+
+
+def _tag_number(tags: Mapping[str, str], key: str) -> float | None:
+    try:
+        value = float(tags[key])
+    except (KeyError, ValueError, TypeError):
+        return None
+    return value if np.isfinite(value) else None
+
+
+def list_versions(name: str = REGISTERED_MODEL) -> list[VersionRecord]:
+    """Every registered version of ``name``, oldest first; reads the store, writes nothing.
+
+    A local sqlite store that does not exist yet has no versions (it is not created).
+    """
+    from pulse_ml import keys
+    from pulse_ml.env.dbprobe import sqlite_file
+    from pulse_ml.registry.store import connect, tracking_uri
+
+    db = sqlite_file(tracking_uri())
+    if db is not None and not db.is_file():
+        return []
+    connect(write=False)
+    c = client()
+    found, token = [], None
+    while True:  # every page: a long-lived store may hold more than one page of versions
+        page = c.search_model_versions(f"name='{name}'", page_token=token)
+        found += list(page)
+        token = page.token
+        if not token:
+            break
+    champ = champion_version(name)
+    champ_number = None if champ is None else str(champ.version)
+    out = []
+    for mv in found:
+        tags = mv.tags or {}
+        out.append(VersionRecord(
+            version=str(mv.version), family=tags.get(keys.FAMILY, ""),
+            feature_set=tags.get(keys.FEATURE_SET, ""),
+            cv_mse=_tag_number(tags, keys.CV_MSE), cv_pearson=_tag_number(tags, keys.CV_PEARSON),
+            champion=str(mv.version) == champ_number,
+            created=(mv.creation_timestamp or 0) / 1000.0))
+    return sorted(out, key=lambda r: int(r.version) if r.version.isdigit() else 0)
+
+
+@dataclass(frozen=True)
 class LoggedModel:
     """A logged (not necessarily registered) pulse model: its MLflow 3 id and URI."""
 
