@@ -136,6 +136,10 @@ def main(argv: list[str] | None = None) -> None:
             print(to_yaml(compose(verb, jobs[0])))
             return
         configs = [compose(verb, job) for job in jobs]  # every combination before the first run
+        from pulse_ml.settings import check_early
+
+        for cfg in configs:  # ranges before the job's heavy imports, data and model (< 1 s)
+            check_early(verb, cfg)
         module = importlib.import_module(VERBS[verb][0])
         if len(configs) > 1 and hasattr(module, "settings_from_config"):
             for cfg in configs:  # a bad value in a later combination fails before any run
