@@ -1,7 +1,8 @@
 """The ``pulse-ml`` command: ``pulse-ml <verb> [hydra overrides]``.
 
 Each verb composes ``conf/<verb>.yaml`` and calls ``run(cfg)`` of its job module. Heavy
-libraries are imported only by the job modules, so ``--help`` stays fast.
+libraries are imported only by the job modules, so ``--help`` stays fast and a value out of
+range (``settings.check_early``) is refused before they are.
 """
 
 from __future__ import annotations

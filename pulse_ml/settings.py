@@ -1,7 +1,9 @@
 """Typed objects several verbs read from their config: feature set, case studies, simulator, LLM.
 
 Each verb's own settings dataclass is built in its job module; this module holds the pieces they
-share, so the feature-set and case-study keys are read the same way everywhere.
+share, so the feature-set and case-study keys are read the same way everywhere, and the ranges
+of the analysis verbs' numbers (:data:`BOUNDS`), which :func:`check_early` checks before the CLI
+imports a job module. Nothing heavy (pandas, numpy) is imported at module level.
 """
 
 from __future__ import annotations
@@ -102,7 +104,7 @@ def check_early(verb: str, cfg: Node) -> None:
             bounded(cfg, verb, key)  # randomization.* is read only when it is used
     if verb == "audit":
         audit_case_study(cfg)
-    if verb in CASE_STUDY_KEYS or verb == "pipeline":
+    if verb in (*CASE_STUDY_KEYS, "pipeline", "validate"):
         case_study_config(cfg)  # every case-study YAML file and folder
 
 
