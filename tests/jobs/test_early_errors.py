@@ -75,7 +75,7 @@ def registered(trained_home):
 def test_a_misspelled_case_study_is_a_setting_error_with_did_you_mean(
         verb, override, setting, small_demo, tmp_path, pulse_home, registered, cli):
     table = pd.read_parquet(small_demo)
-    table["case_study"] = table["case_study"].replace({"plan": "memory"})
+    table["case_study"] = table["case_study"].replace({"claude4_vs_gpt5": "memory"})
     path = tmp_path / "t.parquet"
     table.to_parquet(path, index=False)
     res = cli(verb, f"data.path={path}", override, "log_mlflow=false")
