@@ -1,7 +1,8 @@
 """The ``pulse-ml`` command: ``pulse-ml <verb> [hydra overrides]``.
 
 Each verb composes ``conf/<verb>.yaml`` and calls ``run(cfg)`` of its job module. Heavy
-libraries are imported only by the job modules, so ``--help`` stays fast.
+libraries are imported only by the job modules, so ``--help`` stays fast and a value out of
+range (``settings.check_early``) is refused before they are.
 """
 
 from __future__ import annotations
@@ -261,6 +262,10 @@ def main(argv: list[str] | None = None) -> None:
             print(to_yaml(compose(verb, jobs[0])))
             return
         configs = [compose(verb, job) for job in jobs]  # every combination before the first run
+        from pulse_ml.settings import check_early
+
+        for cfg in configs:  # ranges before the job's heavy imports, data and model (< 1 s)
+            check_early(verb, cfg)
         module = importlib.import_module(VERBS[verb][0])
         if len(configs) > 1 and hasattr(module, "settings_from_config"):
             for cfg in configs:  # a bad value in a later combination fails before any run

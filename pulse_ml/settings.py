@@ -1,16 +1,18 @@
 """Typed objects several verbs read from their config: feature set, case studies, simulator, LLM.
 
 Each verb's own settings dataclass is built in its job module; this module holds the pieces they
-share, so the feature-set and case-study keys are read the same way everywhere.
+share, so the feature-set and case-study keys are read the same way everywhere, and the ranges
+of the analysis verbs' numbers (:data:`BOUNDS`), which :func:`check_early` checks before the CLI
+imports a job module. Nothing heavy (pandas, numpy) is imported at module level.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import fields
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
 
-from pulse_ml.config import Node, names, number, text
+from pulse_ml.config import Node, is_missing, names, number, text
 from pulse_ml.errors import PulseError
 from pulse_ml.llm.config import LLMConfig
 from pulse_ml.sessions.case_studies import CaseStudy, load_configured
@@ -34,6 +36,76 @@ def case_study_config(cfg: Node) -> dict[str, CaseStudy]:
 def selected_case_studies(cfg: Node) -> list[str] | None:
     """``case_studies`` from config: None = all present in the data."""
     return names(cfg.get("case_studies"))
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The allowed range of one numeric setting (the arguments of :func:`config.number`)."""
+
+    low: float | None = None
+    high: float | None = None
+    integer: bool = False
+    open_interval: bool = False
+    optional: bool = False
+
+
+_SHARE = Bound(0, 1, open_interval=True)  # alpha, hide_share: in (0, 1)
+_COUNT = Bound(1, None, integer=True)  # replications, permutations: >= 1
+_SEED = Bound(integer=True)
+
+# Every numeric setting of the analysis verbs, by verb: read by their ``settings_from_config``
+# (:func:`bounded`) and checked by :func:`check_early` before any heavy import, data or model.
+BOUNDS: dict[str, dict[str, Bound]] = {
+    "infer": {"alpha": _SHARE, "permutations": _COUNT, "seed": _SEED,
+              "randomization.n_permutations": _COUNT, "randomization.seed": _SEED},
+    "monitor": {"alpha": _SHARE, "horizon_days": Bound(0, None, open_interval=True),
+                "target_labels": Bound(0, None, open_interval=True, optional=True),
+                "min_units_per_arm": Bound(2, None, integer=True)},
+    "audit": {"alpha": _SHARE, "hide_share": _SHARE, "replications": _COUNT, "seed": _SEED,
+              "split_half.replications": Bound(10, None, integer=True)},
+    "pipeline": {"infer.alpha": _SHARE},
+}
+# The key naming the case studies to analyse (``all``, a name or a list), by verb.
+CASE_STUDY_KEYS = {"infer": "case_studies", "monitor": "case_study", "audit": "case_study"}
+
+
+def bounded(cfg: Node, verb: str, key: str) -> Any:
+    """The numeric setting ``key`` of ``verb``, checked against its :data:`BOUNDS` entry."""
+    b = BOUNDS[verb][key]
+    return number(cfg, key, verb, b.low, b.high, integer=b.integer,
+                  open_interval=b.open_interval, optional=b.optional)
+
+
+def audit_case_study(cfg: Node) -> str:
+    """``audit``'s ``case_study`` (one name, required)."""
+    if is_missing(cfg, "case_study") or cfg.get("case_study") == "":
+        raise PulseError("pulse-ml audit: name the case study to audit, e.g. "
+                         "`pulse-ml audit case_study=plan`.")
+    return str(cfg.case_study)
+
+
+def check_early(verb: str, cfg: Node) -> None:
+    """Every value check of ``verb`` that needs no data, no model and no heavy import.
+
+    The CLI calls it right after composing the config, before importing the verb's job module
+    (pandas, scipy, MLflow): a range (``alpha=1.5``), a required case study or a case-study
+    file or folder (``case_study_dirs``) is refused in well under a second. A case-study name
+    is not refused here: one missing from the catalogue may be found in the data
+    (:func:`pulse_ml.sessions.case_studies.resolve_case_studies`), so the jobs check names
+    right after reading the table, before the model loads
+    (:func:`pulse_ml.sessions.case_studies.check_selected`).
+
+    Raises:
+        PulseError: naming the key, the value and what is allowed.
+    """
+    asymptotic = str(cfg.get("inference", "asymptotic")) == "asymptotic"
+    for key in BOUNDS.get(verb, {}):
+        if not (verb == "infer" and asymptotic and key.startswith("randomization.")):
+            bounded(cfg, verb, key)  # randomization.* is read only when it is used
+    if verb == "audit":
+        audit_case_study(cfg)
+    if verb in (*CASE_STUDY_KEYS, "pipeline", "validate"):
+        case_study_config(cfg)  # every case-study YAML file and folder
 
 
 def load_table(cfg: Node, path: str | None = None):

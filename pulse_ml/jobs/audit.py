@@ -30,14 +30,14 @@ from pathlib import Path
 import pandas as pd
 
 from pulse_ml import settings as shared
-from pulse_ml.config import Node, choice, flag, number, require
+from pulse_ml.config import Node, choice, flag, require
 from pulse_ml.errors import PulseError
 from pulse_ml.inference.effects import CLUSTER_MODES, InferenceSettings
 from pulse_ml.inference.honest import PREDICTION_MODES, honest_data
 from pulse_ml.names import file_part, write_csv
 from pulse_ml.report.html import run_identity
 from pulse_ml.report.tables import say
-from pulse_ml.sessions.case_studies import CaseStudy
+from pulse_ml.sessions.case_studies import CaseStudy, check_selected
 from pulse_ml.sessions.readers import ground_truth_path, load_ground_truth, read_frame
 
 REFERENCES = {"auto": "check against the true effect when the table has a ground-truth file",
@@ -67,21 +67,18 @@ class AuditSettings:
 
 def settings_from_config(cfg: Node) -> AuditSettings:
     """Read the composed config once (every number and choice checked here)."""
-    if cfg.get("case_study") in (None, "", "???"):
-        raise PulseError("pulse-ml audit: name the case study to audit, e.g. "
-                         "`pulse-ml audit case_study=plan`.")
-    seed = number(cfg, "seed", "audit", integer=True)
+    seed = shared.bounded(cfg, "audit", "seed")
     return AuditSettings(
-        case_study=str(cfg.case_study), model_uri=str(require(cfg, "model_uri", "audit")),
+        case_study=shared.audit_case_study(cfg),
+        model_uri=str(require(cfg, "model_uri", "audit")),
         data_path=str(cfg.data.path),
         mode=choice(cfg, "ppi.predictions", "audit", PREDICTION_MODES),
         reference=choice(cfg, "reference", "audit", REFERENCES),
-        hide_share=number(cfg, "hide_share", "audit", 0, 1, open_interval=True),
-        replications=number(cfg, "replications", "audit", 1, None, integer=True), seed=seed,
-        split_half_replications=number(cfg, "split_half.replications", "audit", 10, None,
-                                       integer=True),
+        hide_share=shared.bounded(cfg, "audit", "hide_share"),
+        replications=shared.bounded(cfg, "audit", "replications"), seed=seed,
+        split_half_replications=shared.bounded(cfg, "audit", "split_half.replications"),
         settings=InferenceSettings(
-            alpha=number(cfg, "alpha", "audit", 0, 1, open_interval=True),
+            alpha=shared.bounded(cfg, "audit", "alpha"),
             clusters=choice(cfg, "clusters", "audit", CLUSTER_MODES) == "user_id", seed=seed),
         case_studies=shared.case_study_config(cfg), output=Path(str(cfg.output)),
         progress=flag(cfg, "progress", "audit", True),
@@ -111,6 +108,7 @@ def run(cfg: Node):
     name, mode, settings = job.case_study, job.mode, job.settings
     require_model(job.model_uri)  # "no model" is said before any data is read
     raw = read_frame(job.data_path)
+    check_selected(raw, job.data_path, [name], job.case_studies, "case_study")  # before the model
     model = open_model(job.model_uri)
     version = model.version
     data = honest_data(raw, job.data_path, model.ensemble, job.case_studies, [name], mode)

@@ -40,7 +40,7 @@ import pandas as pd
 
 from pulse_ml import keys
 from pulse_ml import settings as shared
-from pulse_ml.config import Node, choice, flag, number
+from pulse_ml.config import Node, choice, flag
 from pulse_ml.errors import PulseError
 from pulse_ml.inference.effects import (
     CLUSTER_MODES,
@@ -53,7 +53,7 @@ from pulse_ml.inference.honest import PREDICTION_MODES, honest_data
 from pulse_ml.inference.randomization import INFERENCE_MODES, RandomizationSettings
 from pulse_ml.names import write_csv
 from pulse_ml.report.tables import level_pct, markdown_table, say, text_table
-from pulse_ml.sessions.case_studies import CaseStudy
+from pulse_ml.sessions.case_studies import CaseStudy, check_selected
 from pulse_ml.sessions.readers import is_simulated, load_ground_truth, read_frame
 
 IN_SAMPLE_WARNING = ("WARNING: ppi.predictions=in_sample predicts labeled sessions with a model "
@@ -82,9 +82,9 @@ def settings_from_config(cfg: Node) -> InferJob:
     """Read the composed config once."""
     mode = choice(cfg, "ppi.predictions", "infer", PREDICTION_MODES)
     clusters = choice(cfg, "clusters", "infer", CLUSTER_MODES)
-    alpha = number(cfg, "alpha", "infer", 0, 1, open_interval=True)
-    permutations = number(cfg, "permutations", "infer", 1, None, integer=True)
-    seed = number(cfg, "seed", "infer", integer=True)
+    alpha = shared.bounded(cfg, "infer", "alpha")
+    permutations = shared.bounded(cfg, "infer", "permutations")
+    seed = shared.bounded(cfg, "infer", "seed")
     reweight = flag(cfg, "reweight", "infer", False)
     inference = choice(cfg, "inference", "infer", INFERENCE_MODES)
     rand = None
@@ -95,9 +95,8 @@ def settings_from_config(cfg: Node) -> InferJob:
                              "refitted under every re-randomization). Run one of them: "
                              "reweight=false, or inference=asymptotic.")
         rand = RandomizationSettings(
-            n_permutations=number(cfg, "randomization.n_permutations", "infer", 1, None,
-                                  integer=True),
-            seed=number(cfg, "randomization.seed", "infer", integer=True),
+            n_permutations=shared.bounded(cfg, "infer", "randomization.n_permutations"),
+            seed=shared.bounded(cfg, "infer", "randomization.seed"),
             statistic=choice(cfg, "randomization.statistic", "infer", {
                 "studentized": "effect / its s.e. (default)", "effect": "the raw effect"}))
     return InferJob(
@@ -247,6 +246,7 @@ def run_settings(job: InferJob) -> pd.DataFrame:
                   store_locations())
     require_model(job.model_uri)  # "no model" is said before any data is read
     raw = read_frame(job.data_path)  # bad files fail before the model loads
+    check_selected(raw, job.data_path, job.only, job.case_studies)  # as do misspelled names
     # a read-only store fails before the model loads, not after the work
     model = open_model(job.model_uri, write_store=job.log_mlflow)
     ensemble, version = model.ensemble, model.version

@@ -41,7 +41,7 @@ import pandas as pd
 
 from pulse_ml import keys
 from pulse_ml import settings as shared
-from pulse_ml.config import Node, choice, flag, names, number
+from pulse_ml.config import Node, choice, flag, names
 from pulse_ml.errors import PulseError
 from pulse_ml.inference.effects import CLUSTER_MODES
 from pulse_ml.inference.honest import PREDICTION_MODES, honest_data
@@ -51,7 +51,7 @@ from pulse_ml.inference.monitor_text import printable, stop_lines
 from pulse_ml.names import write_csv
 from pulse_ml.report.html import run_identity
 from pulse_ml.report.tables import say, text_table
-from pulse_ml.sessions.case_studies import CaseStudy
+from pulse_ml.sessions.case_studies import CaseStudy, check_selected
 from pulse_ml.sessions.readers import read_frame
 
 IN_SAMPLE_REFUSED = (
@@ -82,20 +82,20 @@ def settings_from_config(cfg: Node) -> MonitorJob:
     v = "monitor"
     if choice(cfg, "ppi.predictions", v, PREDICTION_MODES) == "in_sample":
         raise PulseError(IN_SAMPLE_REFUSED)
-    target_labels = number(cfg, "target_labels", v, 0, None, open_interval=True,
-                           optional=True)
+    target_labels = shared.bounded(cfg, v, "target_labels")
     settings = MonitorSettings(
-        alpha=number(cfg, "alpha", v, 0, 1, open_interval=True),
+        alpha=shared.bounded(cfg, v, "alpha"),
         clusters=choice(cfg, "clusters", v, CLUSTER_MODES) == "user_id",
         looks=parse_looks(cfg.get("looks")),
-        horizon_days=number(cfg, "horizon_days", v, 0, None, open_interval=True),
+        horizon_days=shared.bounded(cfg, v, "horizon_days"),
         target_labels=target_labels,
         lambda_rule=choice(cfg, "lambda_rule", v, LAMBDA_RULES),
-        min_units_per_arm=number(cfg, "min_units_per_arm", v, 2, None, integer=True),
+        min_units_per_arm=shared.bounded(cfg, v, "min_units_per_arm"),
         check_id_order=flag(cfg, "check_id_order", v, True))
     return MonitorJob(
         model_uri=str(cfg.model_uri), data_path=str(cfg.data.path), settings=settings,
-        case_studies=shared.case_study_config(cfg), only=names(cfg.get("case_study")),
+        case_studies=shared.case_study_config(cfg),
+        only=names(cfg.get(shared.CASE_STUDY_KEYS[v])),
         output=Path(str(cfg.output)), log_mlflow=flag(cfg, "log_mlflow", v))
 
 
@@ -199,6 +199,7 @@ def run_settings(job: MonitorJob) -> Monitoring:
                   store_locations())
     require_model(job.model_uri)  # "no model" is said before any data is read
     raw = read_frame(job.data_path)  # bad files fail before the model loads
+    check_selected(raw, job.data_path, job.only, job.case_studies, "case_study")  # and names
     # a read-only store fails before the model loads, not after the work
     model = open_model(job.model_uri, write_store=job.log_mlflow)
     ensemble, version = model.ensemble, model.version

@@ -25,11 +25,11 @@ from dataclasses import replace
 import pandas as pd
 
 from pulse_ml import keys
-from pulse_ml.config import Node, choice, compose, flag, number
+from pulse_ml.config import Node, choice, compose, flag
 from pulse_ml.errors import PulseError
 from pulse_ml.report.tables import level_pct, say, text_table
 from pulse_ml.sessions.readers import load_ground_truth
-from pulse_ml.settings import default_simulator_settings
+from pulse_ml.settings import bounded, default_simulator_settings
 from pulse_ml.simulate.demo import ensure_demo_data
 
 
@@ -53,7 +53,7 @@ def run(cfg: Node) -> dict:
     base = train_job.settings_from_config(cfg, "pipeline", specs[0])
     infer_settings = infer_job.settings_from_config(compose("infer", [], extra={
         "data": {"path": str(cfg.data.path)},
-        "alpha": number(cfg, "infer.alpha", "pipeline", 0, 1, open_interval=True),
+        "alpha": bounded(cfg, "pipeline", "infer.alpha"),
         "ppi": {"predictions": choice(cfg, "infer.predictions", "pipeline", PREDICTION_MODES)},
         "clusters": choice(cfg, "infer.clusters", "pipeline", CLUSTER_MODES),
         "output": str(cfg.infer.output),

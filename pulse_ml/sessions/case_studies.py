@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from pulse_ml.env.paths import catalog_dir
 from pulse_ml.errors import PulseError
 from pulse_ml.yaml_limits import load_yaml_text
+
+if TYPE_CHECKING:  # pandas is not imported at run time: the CLI's early checks stay fast
+    import pandas as pd
 
 MIN_LABELED_PER_ARM = 2
 RANDOMIZATION_UNITS = {"user": "every session of a user was assigned to one arm",
@@ -122,6 +125,54 @@ def resolve_case_studies(
     return out, notes
 
 
+def absent_message(absent: list[str], present: Iterable[str],
+                   configured: Mapping[str, CaseStudy], setting: str = "case_studies") -> str:
+    """Selected case studies that are not in the data: the names, what is there, did-you-mean.
+
+    Args:
+        absent: The selected names the data lacks.
+        present: The non-empty ``case_study`` values of the data.
+        configured: Configured case studies (their names are suggested too).
+        setting: The config key that selected them (``case_studies``, ``case_study``).
+    """
+    present = sorted(present)
+    hints = []
+    for name in absent:
+        close = difflib.get_close_matches(name, present, n=1, cutoff=0.6)
+        elsewhere = difflib.get_close_matches(name, list(configured), n=1, cutoff=0.6)
+        if close:
+            hints.append(f"'{name}': did you mean '{close[0]}'?")
+        elif elsewhere:  # configured, but this table has no session of it
+            hints.append(f"'{name}': did you mean '{elsewhere[0]}' (configured, but not in "
+                         "this data)?")
+    shown = ", ".join(present[:12]) + (" …" if len(present) > 12 else "")
+    return (f"case study {', '.join(map(repr, absent))} not in the data (present: "
+            f"{shown or 'none'}). {' '.join(hints) + ' ' if hints else ''}Fix the name in "
+            f"`{setting}` or the data.")
+
+
+def check_selected(frame: pd.DataFrame, path: str, only: Iterable[str] | None,
+                   configured: Mapping[str, CaseStudy], setting: str = "case_studies") -> None:
+    """Refuse selected case studies that the raw table's ``case_study`` column lacks.
+
+    Jobs call it right after reading the table, before the model loads, so a misspelled
+    ``case_studies=[memry]`` costs a read, not a model load and an analysis. A name is
+    refused only when no row has it: configured or not (a found case study has no catalogue
+    entry), it cannot be analysed. Values are compared as the table's validation types them
+    (stripped strings); a table without the column is left to that validation.
+
+    Raises:
+        PulseError: naming the setting, the absent names, what the data has and the closest name.
+    """
+    if only is None or "case_study" not in frame:
+        return
+    values = frame["case_study"].astype("string").fillna("").astype(str).str.strip()
+    present = set(values.unique()) - {""}
+    absent = [name for name in only if name not in present]
+    if absent:
+        raise PulseError(f"{path}: {absent_message(absent, present, configured, setting)}")
+
+
 def check_case_studies(out: pd.DataFrame, configured: Mapping[str, CaseStudy],
                        only: Iterable[str] | None, problems: list[str]) -> tuple[list, list]:
     """Resolve the two-arm case studies of a typed table and check each arm has labels.
@@ -141,9 +192,7 @@ def check_case_studies(out: pd.DataFrame, configured: Mapping[str, CaseStudy],
     if wanted is not None:
         absent = [w for w in wanted if w not in conds]
         if absent:
-            problems.append(f"column 'case_study': case study {', '.join(map(repr, absent))} not "
-                            f"in the data (present: {', '.join(conds) or 'none'}). Fix the name "
-                            "or the `case_studies` setting.")
+            problems.append("column 'case_study': " + absent_message(absent, conds, configured))
         conds = {k: v for k, v in conds.items() if k in wanted}
     studies, notes = resolve_case_studies(configured, conds)
     labeled = out["rating"].notna()

@@ -209,13 +209,17 @@ def validate_frame(
         The validated :class:`SessionTable`.
 
     Raises:
-        DataError: listing every problem found.
+        DataError: listing every problem found: the missing columns and the bad values of the
+            columns present (a missing column does not hide the others' problems).
     """
     problems = _check_columns(frame, features)
-    if problems:
-        raise DataError(path, problems)
+    # A missing column is a problem (the table is never returned): a stand-in lets the
+    # columns present be checked too, so one message lists every problem of the file.
+    lacks = {c for c in REQUIRED if c not in frame.columns}
     out = pd.DataFrame(index=pd.RangeIndex(len(frame)))
-    sid = frame["session_id"].astype("string").str.strip()
+    stand_in = pd.Series(np.arange(len(frame)), index=frame.index)  # unique, never empty
+    ids = frame["session_id"] if "session_id" in frame else stand_in
+    sid = ids.astype("string").str.strip()
     empty = (sid.isna() | (sid == "")).to_numpy()
     if empty.any():
         problems.append(f"column 'session_id': empty values in {where_rows(frame, empty)}. "
@@ -233,12 +237,12 @@ def validate_frame(
     out["user_id"] = user.where(user.notna() & (user != ""), "session:" + sid).astype(str)
     cs = frame["case_study"] if "case_study" in frame else pd.Series([""] * len(frame))
     out["case_study"] = cs.astype("string").fillna("").astype(str).str.strip()
-    cond = frame["condition"].astype("string")
+    cond = (frame["condition"] if "condition" in frame else stand_in).astype("string")
     if cond.isna().any():
         problems.append(f"column 'condition': empty values in {where_rows(frame, cond.isna())}. "
                         "Use e.g. 'default' for sessions in no test.")
     out["condition"] = cond.fillna("").astype(str).str.strip()
-    out["rating"] = _check_rating(frame, problems)
+    out["rating"] = _check_rating(frame, problems) if "rating" in frame else np.nan
     if "n_ratings" in frame:
         n_r = numeric_column(frame, "n_ratings", problems)
         neg = n_r.notna() & (n_r < 0)
@@ -253,14 +257,16 @@ def validate_frame(
         out["n_ratings"] = out["rating"].notna().astype("int64")
     text_notes: list[str] = []
     for spec in features.columns:
-        out[spec.name] = check_feature(frame, spec, problems, notes=text_notes)
+        if spec.name in frame.columns:
+            out[spec.name] = check_feature(frame, spec, problems, notes=text_notes)
     if TIME_COLUMN in frame.columns:
         out[TIME_COLUMN] = _check_started_at(frame, problems)
     for col in frame.columns:
         if col not in out.columns:
             out[col] = frame[col].to_numpy()
 
-    studies, notes = check_case_studies(out, configured or {}, only, problems)
+    studies, notes = (([], []) if lacks & {"condition", "rating"}  # the arms need both
+                      else check_case_studies(out, configured or {}, only, problems))
     notes = text_notes + list(notes)
     if "user_id" not in frame.columns and studies:
         notes.append("no user_id column: every session counts as its own user (sessions of one "

@@ -9,10 +9,9 @@ constructor defaults are :data:`TEXT_DEFAULTS`) and checks them with :func:`chec
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any
-
-import numpy as np
 
 from pulse_ml.errors import PulseError
 from pulse_ml.sessions.search_space import ParamSpec, parse_search_space
@@ -103,7 +102,9 @@ def check_text_settings(s: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[st
                              f"{'n integer' if typ is int else ' number'} "
                              f"{'>=' if inclusive else '>'} {low}.")
     min_df = s["min_df"]
-    if not (isinstance(min_df, int | np.integer) and min_df >= 1) and \
+    # numbers.Integral takes numpy integers too, without importing numpy (the CLI's early
+    # value checks import this module)
+    if not (isinstance(min_df, numbers.Integral) and min_df >= 1) and \
             not (isinstance(min_df, float) and 0.0 < min_df < 1.0):
         raise PulseError(f"text feature: min_df={min_df!r}: use a count >= 1 or a "
                          "share in (0, 1).")
