@@ -72,6 +72,14 @@ def pick_port(port: int | None, host: str) -> int:
         return int(sock.getsockname()[1])
 
 
+def _die_with_parent() -> None:
+    """In the child before exec (Linux): SIGTERM when pulse-ml itself dies, even by SIGKILL."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 class Server:
     """The server subprocess, in its own process group, its output kept (last lines)."""
 
@@ -80,7 +88,9 @@ class Server:
         self._stopped = False
         self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True, errors="replace", start_new_session=True)
+                                     text=True, errors="replace", start_new_session=True,
+                                     preexec_fn=_die_with_parent if sys.platform == "linux"
+                                     else None)
         self._reader = threading.Thread(target=self._read, args=(echo,), daemon=True)
         self._reader.start()
 

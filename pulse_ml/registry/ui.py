@@ -29,7 +29,6 @@ import urllib.request
 from dataclasses import dataclass
 
 from pulse_ml import keys
-from pulse_ml.env import dbprobe
 from pulse_ml.errors import PulseError
 from pulse_ml.redact import redact_uri
 from pulse_ml.registry import guard, store
@@ -82,9 +81,7 @@ def server_command(port: int) -> ServerCommand:
            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
            "MLFLOW_DISABLE_TELEMETRY": "true",
            "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-    if dbprobe.sqlite_file(uri) is not None or dbprobe.local_dir(uri) is not None:
-        # experiments created in the UI keep their artifacts where pulse-ml's do
-        argv += ["--default-artifact-root", store.artifact_root()]
+    argv += ["--default-artifact-root", store.artifact_root()]  # as store.setup gives them
     return ServerCommand(argv, env, f"http://{HOST}:{port}", redact_uri(uri))
 
 
@@ -152,6 +149,9 @@ def runs_view(base: str, experiment: str = keys.TRAIN_EXPERIMENT) -> RunsView:
             raise PulseError(f"the MLflow UI server could not read experiment '{experiment}' "
                              f"(HTTP {exc.code})") from exc
         return RunsView(None, f"{base}/#/experiments?{ml}", False)
+    except (OSError, ValueError, KeyError) as exc:
+        raise PulseError(f"the MLflow UI server at {base} stopped answering while pulse-ml "
+                         f"read experiment '{experiment}': {exc}") from exc
     exp_id = str(found["experiment_id"])
     tag = keys.SHARED_VIEW_PREFIX + VIEW_KEY
     tags = {t.get("key"): t.get("value") for t in found.get("tags", [])}
