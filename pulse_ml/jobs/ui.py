@@ -164,6 +164,8 @@ def run(cfg) -> None:
             print("pulse-train runs" + (" (cv_mse, cv_pearson columns):" if view.columns
                                         else ":"))
         print(f"  {view.url}")
+        print("(MLflow 3's experiments list opens the GenAI layout until you pick \"Model "
+              "training\" in the sidebar once; the browser remembers it.)")
         print(f"ready: the server answered in {waited:.1f} s. Ctrl-C stops it.", flush=True)
         while server.proc.poll() is None:
             with contextlib.suppress(subprocess.TimeoutExpired):

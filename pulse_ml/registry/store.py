@@ -162,18 +162,14 @@ def setup(experiment: str) -> str:
 def ui_command() -> str:
     """Return the command that shows this store in the MLflow UI where run addresses point.
 
-    ``pulse-ml ui port=5000`` (one worker; ``mlflow ui``'s four crash-looped on two cores),
-    with ``MLFLOW_TRACKING_URI=...`` in front unless the store is ``./mlruns/mlflow.db`` of the
-    current folder; ``open <uri>`` for a tracking server.
+    ``pulse-ml ui port=5000`` (one worker; ``mlflow ui``'s four crash-looped on two cores): run
+    with the same environment, it opens this store (and prints its URI); ``open <uri>`` for a
+    tracking server.
     """
-    import shlex
-
     uri = tracking_uri()
     if uri.startswith(("http://", "https://")):
         return f"open {uri}"
-    here = f"sqlite:///{Path.cwd() / 'mlruns' / 'mlflow.db'}"
-    prefix = "" if uri == here else f"MLFLOW_TRACKING_URI={shlex.quote(uri)} "
-    return f"{prefix}pulse-ml ui port=5000"
+    return "pulse-ml ui port=5000"
 
 
 def git_commit() -> str:
