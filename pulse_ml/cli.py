@@ -31,6 +31,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "score": ("pulse_ml.jobs.score", "predict satisfaction for a large table in bounded memory"),
     "benchmarks": ("pulse_ml.jobs.benchmarks", "human effect vs benchmark deltas per task type"),
     "agreement": ("pulse_ml.jobs.agreement", "agreement with human pairwise preferences"),
+    "ui": ("pulse_ml.jobs.ui", "the MLflow UI on this store: pulse-train's runs, one worker"),
 }
 
 # Verbs whose outputs are all-or-nothing for the whole command (env.staging.command): put in

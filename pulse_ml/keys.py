@@ -103,6 +103,7 @@ NOTE = "mlflow.note.content"
 PARENT_RUN = "mlflow.parentRunId"
 RUN_NAME = "mlflow.runName"
 EXPERIMENT_KIND = "mlflow.experimentKind"
+SHARED_VIEW_PREFIX = "mlflow.sharedViewState."  # + key: an experiment's saved runs-table view
 DATASET_CONTEXT = "mlflow.data.context"  # tag of a dataset input: training | inference
 CLASSIC_ML = "custom_model_development"  # MLflow 3: the machine-learning (not GenAI) layout
 

@@ -2,8 +2,8 @@
 
 The UI is a single-page app with hash routes: ``<base>/#/experiments/<id>/runs/<run id>``. The
 base is ``PULSE_MLFLOW_UI`` when set, the tracking server itself when the tracking URI is an
-``http(s)://`` address, and otherwise ``http://127.0.0.1:5000`` — where ``mlflow ui
---backend-store-uri <the sqlite store>`` serves a local store. ``?workflowType=machine_learning``
+``http(s)://`` address, and otherwise ``http://127.0.0.1:5000`` — where ``pulse-ml ui
+port=5000`` (:mod:`pulse_ml.registry.ui`) serves a local store. ``?workflowType=machine_learning``
 opens MLflow 3's machine-learning layout (runs table with metric columns) instead of its GenAI
 overview.
 """
@@ -50,4 +50,4 @@ def ui_hint_once() -> str | None:
             ("http://", "https://")):
         return None
     _hinted = True
-    return f"(start the UI with: {ui_command()} --port 5000)"
+    return f"(start the UI with: {ui_command()})"

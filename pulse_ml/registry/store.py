@@ -160,11 +160,16 @@ def setup(experiment: str) -> str:
 
 
 def ui_command() -> str:
-    """Return the ``mlflow ui`` command that shows this store."""
+    """Return the command that shows this store in the MLflow UI where run addresses point.
+
+    ``pulse-ml ui port=5000`` (one worker; ``mlflow ui``'s four crash-looped on two cores): run
+    with the same environment, it opens this store (and prints its URI); ``open <uri>`` for a
+    tracking server.
+    """
     uri = tracking_uri()
-    if uri.startswith("sqlite:///"):
-        return f"mlflow ui --backend-store-uri {uri}"
-    return f"open {uri}"
+    if uri.startswith(("http://", "https://")):
+        return f"open {uri}"
+    return "pulse-ml ui port=5000"
 
 
 def git_commit() -> str:

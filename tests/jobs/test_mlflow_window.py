@@ -77,7 +77,7 @@ def test_descriptions_dataset_inputs_and_version_links(small_demo, pulse_home, c
     exp = client.get_experiment(run.info.experiment_id)
     url = (f"http://127.0.0.1:5000/#/experiments/{exp.experiment_id}/runs/{res.run_id}"
            "?workflowType=machine_learning")
-    assert out.count(url) == 1  # the hint to start `mlflow ui` comes once per process
+    assert out.count(url) == 1  # the hint to start `pulse-ml ui` comes once per process
     assert exp.tags[keys.EXPERIMENT_KIND] == "custom_model_development"
     assert "Optuna trials nested" in exp.tags[keys.NOTE]
     note = run.data.tags[keys.NOTE]
@@ -180,7 +180,7 @@ def test_ablation_over_features_and_seeds(small_demo, pulse_home, cli, capsys):
     # one run address per run (wrapped onto its own line when it does not fit 100 columns)
     assert res.stdout.count("MLflow run:") == 4
     assert res.stdout.count("http://127.0.0.1:5000/#/experiments/") >= 4
-    assert res.stdout.count("mlflow ui --backend-store-uri") == 1  # the hint once per command
+    assert res.stdout.count("pulse-ml ui port=5000") == 1  # the hint once per command
     from pulse_ml.jobs import compare
 
     compare.run(compose("compare", ["group_by=features"]))
