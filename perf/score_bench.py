@@ -93,7 +93,8 @@ import json, sys, time
 from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pulse_ml.simulate.generator import SimulateSettings, simulate
+from pulse_ml.simulate.generator import simulate
+from pulse_ml.simulate.spec import SimulateSettings
 workdir = Path(sys.argv[1])
 rows, labeled, seed = (int(a) for a in sys.argv[2:5])
 t0 = time.perf_counter()

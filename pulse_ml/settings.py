@@ -19,7 +19,7 @@ from pulse_ml.sessions.case_studies import CaseStudy, load_configured
 from pulse_ml.sessions.feature_sets import FeatureSet, feature_set_from_mapping
 
 if TYPE_CHECKING:
-    from pulse_ml.simulate.generator import SimulateSettings
+    from pulse_ml.simulate.spec import SimulateSettings
 
 
 def feature_set(cfg: Node) -> FeatureSet:
@@ -124,7 +124,7 @@ def simulator_settings(cfg: Node) -> SimulateSettings:
     """
     from pulse_ml.config_check import load_yaml
     from pulse_ml.env.paths import catalog_dir
-    from pulse_ml.simulate.generator import CaseStudySpec, SimulateSettings
+    from pulse_ml.simulate.spec import CaseStudySpec, SimulateSettings
 
     specs = []
     for name, effect in (cfg.get("effects") or {}).items():

@@ -210,7 +210,8 @@ def trained_home(pulse_home, trained_templates):
 
 def _small_simulation(seed: int):
     """The small demo design (2 case studies, 600 labeled) simulated with ``seed``."""
-    from pulse_ml.simulate.generator import CaseStudySpec, SimulateSettings, simulate
+    from pulse_ml.simulate.generator import simulate
+    from pulse_ml.simulate.spec import CaseStudySpec, SimulateSettings
 
     return simulate(SimulateSettings(
         seed=seed, n_labeled=600, unlabeled_ratio=4.0, labeled_per_arm=80,

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from pulse_ml.inference.effects import InferenceSettings, arm_data
+from pulse_ml.inference.arm_data import arm_data
+from pulse_ml.inference.effects import InferenceSettings
 from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.table import SessionTable
 

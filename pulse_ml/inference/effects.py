@@ -13,12 +13,12 @@ import numpy as np
 import pandas as pd
 
 from pulse_ml.errors import PulseError
+from pulse_ml.inference.arm_data import ArmData, arm_data
 from pulse_ml.inference.propensity import crossfit_propensity
 from pulse_ml.inference.randomization import RandomizationSettings, few_users_warning, randomize
 from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.table import SessionTable
 from pulse_ml.stats.arm_effect import ArmComparison, compare_arms
-from pulse_ml.stats.arm_inputs import Arm
 from pulse_ml.stats.feature_tests import compare_features, labeled_shift
 from pulse_ml.stats.permutation import permutation_pvalue
 from pulse_ml.stats.propensity import inverse_propensity_weights, prediction_shift
@@ -92,35 +92,6 @@ class CaseStudyResult:
                 "ci_upper_randomization": nan if r is None else r.ci_upper,
             })
         return out
-
-
-@dataclass(frozen=True)
-class ArmData:
-    """One arm of a case study: its arrays and the table rows behind them.
-
-    Attributes:
-        arm: Ratings, predictions and user codes (always given) of its labeled and unlabeled
-            sessions, weights when reweighted.
-        rows: Table rows of the labeled sessions (the feature tests).
-        rows_unl: Table rows of the unlabeled sessions.
-    """
-
-    arm: Arm
-    rows: pd.DataFrame
-    rows_unl: pd.DataFrame
-
-
-def arm_data(table: SessionTable, preds: np.ndarray, study: CaseStudy, condition: str,
-             user_codes: np.ndarray, hidden: np.ndarray | None = None) -> ArmData:
-    """Split one arm into labeled and unlabeled parts (``hidden`` labels count as unlabeled)."""
-    frame = table.frame
-    arm = ((frame["case_study"] == study.name) & (frame["condition"] == condition)).to_numpy()
-    lab = table.labeled if hidden is None else table.labeled & ~hidden
-    m_l, m_u = arm & lab, arm & ~lab
-    return ArmData(
-        Arm(y=frame["rating"].to_numpy(float)[m_l], f=preds[m_l], f_unl=preds[m_u],
-            users=user_codes[m_l], users_unl=user_codes[m_u]),
-        rows=frame.loc[m_l], rows_unl=frame.loc[m_u])
 
 
 def compare(control: ArmData, treatment: ArmData, settings: InferenceSettings,

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from pulse_ml.errors import PulseError
+from pulse_ml.sessions.case_studies import CaseStudy
 
 __all__ = ["DAY", "LookSpec", "iso", "look_cutoffs", "parse_looks"]
 
@@ -140,3 +141,41 @@ def look_cutoffs(spec: LookSpec, first: pd.Timestamp, last: pd.Timestamp, now: p
                          "them, and set horizon_days to the planned length of the test "
                          "instead (e.g. horizon_days=28).")
     return cut
+
+
+@dataclass(frozen=True)
+class MonitorData:
+    """The arrays :func:`monitor_effect` takes, and the calendar they were built on.
+
+    Attributes:
+        arm: 1 for treatment, 0 for control, per kept session.
+        labeled: Rated sessions.
+        rating: Ratings (NaN when unlabeled).
+        prediction: Honest predictions.
+        look: 0-based first look at which each session is visible.
+        users: Integer user codes (None when not clustered).
+        group: Index of the case study in ``studies``.
+        rows: Row of each kept session in ``table.frame``.
+        studies: The monitored case studies.
+        first_day: Per case study, UTC midnight of its first session's day (day 1).
+        cutoffs: Per case study, the cutoff instant of each of its looks.
+        dropped: Per case study, sessions left out because they started after the last look.
+    """
+
+    arm: np.ndarray
+    labeled: np.ndarray
+    rating: np.ndarray
+    prediction: np.ndarray
+    look: np.ndarray
+    users: np.ndarray | None
+    group: np.ndarray
+    rows: np.ndarray
+    studies: tuple[CaseStudy, ...]
+    first_day: tuple[pd.Timestamp, ...]
+    cutoffs: tuple[pd.DatetimeIndex, ...]
+    dropped: tuple[int, ...]
+
+    @property
+    def n_looks(self) -> int:
+        """Looks of the longest calendar (the others are padded, then trimmed)."""
+        return max(len(c) for c in self.cutoffs)

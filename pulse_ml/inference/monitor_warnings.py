@@ -15,17 +15,13 @@ statistics are in :mod:`pulse_ml.stats.sequential.small_sample`):
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from pulse_ml.inference.monitor_looks import DAY
+from pulse_ml.inference.monitor_looks import DAY, MonitorData
 from pulse_ml.stats.sequential.monitor import MonitorResult
 from pulse_ml.stats.sequential.small_sample import DRIFT_WARN_SE, MIN_EFFECTIVE_UNITS
-
-if TYPE_CHECKING:
-    from pulse_ml.inference.monitor import MonitorData
 
 
 def _last_rows(result: MonitorResult, data: MonitorData, g: int) -> tuple[pd.Series, pd.Series,

@@ -23,7 +23,7 @@ from pulse_ml.stats.randomization import (
 )
 
 if TYPE_CHECKING:
-    from pulse_ml.inference.effects import ArmData
+    from pulse_ml.inference.arm_data import ArmData
 
 INFERENCE_MODES = {
     "asymptotic": "t intervals (cluster-robust by user)",

@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 
 from pulse_ml.errors import PulseError
-from pulse_ml.inference.effects import InferenceSettings, arm_data, compare
+from pulse_ml.inference.arm_data import arm_data
+from pulse_ml.inference.effects import InferenceSettings, compare
 from pulse_ml.inference.task_catalogue import (  # noqa: F401 - re-exported
     BenchmarkComparison,
     BenchmarkRow,

@@ -32,7 +32,8 @@ from pulse_ml.config import flag, number
 
 if TYPE_CHECKING:
     from pulse_ml.config import Node
-    from pulse_ml.simulate.generator import GroundTruth, SimulateSettings
+    from pulse_ml.simulate.generator import GroundTruth
+    from pulse_ml.simulate.spec import SimulateSettings
 
 # Rows of the short calibration summary (the first words of their labels).
 SUMMARY_ROWS = ("mean rating", "labeled sessions", "unlabeled / labeled", "true effect",

@@ -16,7 +16,7 @@ from pulse_ml.simulate import model
 from pulse_ml.simulate.paper import paper_shifts
 
 if TYPE_CHECKING:
-    from pulse_ml.simulate.generator import CaseStudySpec, SimulateSettings
+    from pulse_ml.simulate.spec import CaseStudySpec, SimulateSettings
 
 
 def treatment_shift(spec: CaseStudySpec, scale: float) -> model.ArmShift:

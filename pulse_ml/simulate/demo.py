@@ -17,7 +17,7 @@ from pulse_ml.errors import PulseError
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from pulse_ml.simulate.generator import SimulateSettings
+    from pulse_ml.simulate.spec import SimulateSettings
 
 
 def write_demo(settings: SimulateSettings, out: Path, events: bool = False,

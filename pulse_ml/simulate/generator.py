@@ -27,6 +27,7 @@ from pulse_ml.errors import PulseError
 from pulse_ml.simulate import model
 from pulse_ml.simulate.calibration import calibrate, latent_mean, treatment_shift
 from pulse_ml.simulate.paper import FLAG_COLUMNS, GIT_COLUMNS, REFERENCE
+from pulse_ml.simulate.spec import SimulateSettings
 from pulse_ml.simulate.text import user_texts
 
 FEATURE_COLUMNS: tuple[str, ...] = (
@@ -36,47 +37,6 @@ ID_COLUMNS: tuple[str, ...] = ("session_id", "user_id", "case_study", "condition
                                "n_ratings", "started_at")
 TEXT_COLUMN = "user_text"  # templated user messages (synthetic signal, see simulate/text.py)
 MAX_SEGMENTS = 3
-
-
-@dataclass(frozen=True)
-class CaseStudySpec:
-    """One simulated A/B test.
-
-    Attributes:
-        name: Case-study name (the ``case_study`` column).
-        control: Control condition value.
-        treatment: Treatment condition value.
-        effect: True population effect (treatment minus control mean rating).
-    """
-
-    name: str
-    control: str
-    treatment: str
-    effect: float
-
-
-@dataclass(frozen=True)
-class SimulateSettings:
-    """Everything the generator needs (built once from ``conf/simulate.yaml``)."""
-
-    seed: int = 0
-    n_labeled: int = 1747
-    unlabeled_ratio: float = 20.0
-    signal: float = 1.0
-    mean_rating: float = 4.07
-    case_studies: tuple[CaseStudySpec, ...] = ()
-    labeled_per_arm: int = 175
-    min_labeled_per_arm: int = 150
-    default_condition: str = "default"
-    extra_sessions_mean: float = 1.4
-    extra_sessions_dispersion: float = 0.25
-    rater_sd: float = 1.0
-    label_message_elasticity: float = 0.7
-    feature_shift_scale: float = 1.0
-    mc_sessions: int = 400_000
-    days: int = 21
-    start_date: str = "2025-06-02"
-    text_signal: float = 0.5
 
 
 @dataclass(frozen=True)

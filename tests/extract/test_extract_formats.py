@@ -124,7 +124,8 @@ def test_simulated_event_streams_carry_the_tables_user_text(tmp_path):
     from dataclasses import replace
 
     from pulse_ml.simulate.events import write_events
-    from pulse_ml.simulate.generator import SimulateSettings, simulate
+    from pulse_ml.simulate.generator import simulate
+    from pulse_ml.simulate.spec import SimulateSettings
 
     settings = replace(SimulateSettings(), n_labeled=200, labeled_per_arm=40,
                        min_labeled_per_arm=30, mc_sessions=20_000, unlabeled_ratio=1.0)

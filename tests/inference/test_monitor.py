@@ -15,7 +15,8 @@ import pytest
 
 from pulse_ml.config import compose
 from pulse_ml.errors import DataError, PulseError
-from pulse_ml.inference.effects import InferenceSettings, arm_data, compare
+from pulse_ml.inference.arm_data import arm_data
+from pulse_ml.inference.effects import InferenceSettings, compare
 from pulse_ml.inference.monitor import FRAME_COLUMNS, MonitorSettings, monitor, monitor_data
 from pulse_ml.inference.monitor_looks import parse_looks
 from pulse_ml.inference.monitor_text import printable, stop_lines

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pulse_ml.simulate.generator import SimulateSettings, simulate
+from pulse_ml.simulate.generator import simulate
+from pulse_ml.simulate.spec import SimulateSettings
 
 pytest.importorskip("pyspark", reason="pyspark is missing: pip install 'pulse-ml[scale]' "
                     "(CI installs it through .[dev])")

@@ -20,7 +20,8 @@ from pulse_ml.jobs import infer, score, train
 @pytest.fixture(scope="module")
 def text_demo(tmp_path_factory):
     """A small simulated table whose templated user text carries a clear (synthetic) signal."""
-    from pulse_ml.simulate.generator import CaseStudySpec, SimulateSettings, simulate
+    from pulse_ml.simulate.generator import simulate
+    from pulse_ml.simulate.spec import CaseStudySpec, SimulateSettings
 
     settings = SimulateSettings(
         seed=11, n_labeled=500, unlabeled_ratio=2.0, labeled_per_arm=80, min_labeled_per_arm=40,

@@ -21,7 +21,8 @@ def _validate(path):
 
 @pytest.fixture(scope="module")
 def frame(tmp_path_factory):
-    from pulse_ml.simulate.generator import CaseStudySpec, SimulateSettings, simulate
+    from pulse_ml.simulate.generator import simulate
+    from pulse_ml.simulate.spec import CaseStudySpec, SimulateSettings
 
     return simulate(SimulateSettings(
         seed=3, n_labeled=100, unlabeled_ratio=1.0, labeled_per_arm=20, min_labeled_per_arm=10,
