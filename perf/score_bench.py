@@ -39,6 +39,7 @@ CHILD = r"""
 import json, os, resource, sys, time
 mode, src, out = sys.argv[1:4]
 chunk, trace = int(sys.argv[4]), sys.argv[5] == "1"
+from pulse_ml import keys
 from pulse_ml.registry import models as mlflow_io
 from pulse_ml.registry import store as tracking
 from pulse_ml.inference.scoring import ScoreSettings, score_file
@@ -50,7 +51,7 @@ def rss_kb(key):
             return int(line.split()[1])
     return 0
 
-tracking.setup(tracking.INFER_EXPERIMENT)
+tracking.setup(keys.INFER_EXPERIMENT)
 ensemble, _ = mlflow_io.load_registered("models:/pulse-satisfaction@champion")
 base = rss_kb("VmRSS")
 try:

@@ -88,6 +88,7 @@ def staged_outputs(directory: str | os.PathLike[str],
     except OSError as exc:
         _reraise(exc, directory)
 
+
 def write_text(path: str | os.PathLike[str], text: str) -> Path:
     """Write a text file atomically (UTF-8); returns its path."""
     with atomic_file(path) as tmp:

@@ -235,7 +235,7 @@ def run(cfg: Node) -> pd.DataFrame:
     check_outputs("compare", [("output", job.output, "folder")], [("users_from", job.users_from)],
                   tracking.store_locations())
     none = PulseError(f"no finished model-family or LLM-judge runs in experiment "
-                      f"'{tracking.TRAIN_EXPERIMENT}' at {tracking.tracking_uri()}. Run "
+                      f"'{keys.TRAIN_EXPERIMENT}' at {tracking.tracking_uri()}. Run "
                       "`pulse-ml train` (or `pulse-ml judge`) first.")
     uri = tracking.tracking_uri()
     if (db := sqlite_file(uri)) is not None and not db.is_file():

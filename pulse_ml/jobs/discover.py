@@ -74,7 +74,6 @@ def discover(s: DiscoverSettings) -> DiscoverResult:
     from pulse_ml.llm.cache import DiskCache
     from pulse_ml.llm.discovery import aggregate, propose, sample_conversations, to_markdown
     from pulse_ml.registry.llm_runs import log_run
-    from pulse_ml.registry.store import JUDGE_EXPERIMENT
     from pulse_ml.sessions.readers import read_transcript_table
 
     frame = read_transcript_table(s.data_path, need_rating=False)
@@ -96,7 +95,7 @@ def discover(s: DiscoverSettings) -> DiscoverResult:
         (stage / md_path.name).write_text(markdown, encoding="utf-8")
         (stage / json_path.name).write_text(payload, encoding="utf-8")
     run_id = log_run(
-        JUDGE_EXPERIMENT, f"discover-{'+'.join(names)}",
+        keys.JUDGE_EXPERIMENT, f"discover-{'+'.join(names)}",
         tags={keys.KIND: keys.KIND_DISCOVERY},
         params={"models": ",".join(m.model for m in s.models), "n_conversations": len(sample),
                 "seed": s.seed, "data_path": str(s.data_path)},

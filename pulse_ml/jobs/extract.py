@@ -147,12 +147,11 @@ def log_labels(out: pd.DataFrame, s: ExtractSettings, usage, wall_s: float) -> s
     its table.
     """
     from pulse_ml.registry.llm_runs import llm_params, log_run
-    from pulse_ml.registry.store import JUDGE_EXPERIMENT
 
     assert s.labeler is not None
     errors = out.loc[out["label_errors"] != "", ["session_id", "label_errors"]]
     return log_run(
-        JUDGE_EXPERIMENT, f"label-{s.labeler.name}",
+        keys.JUDGE_EXPERIMENT, f"label-{s.labeler.name}",
         tags={keys.KIND: keys.KIND_LABELER, keys.LABELER: s.labeler.name},
         params={**llm_params(s.labeler), "input": s.input, "n_sessions": len(out)},
         metrics={**usage.metrics(), "n_sessions": len(out),

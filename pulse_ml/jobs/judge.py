@@ -134,7 +134,7 @@ def judge(s: JudgeSettings) -> JudgeResult:
     from pulse_ml.llm.client import all_failed_error
     from pulse_ml.llm.judge import judge_feature, judge_metrics, judge_sessions
     from pulse_ml.registry.llm_runs import config_json, llm_params, log_run
-    from pulse_ml.registry.store import TRAIN_EXPERIMENT, store_locations
+    from pulse_ml.registry.store import store_locations
     from pulse_ml.sessions.readers import check_transcript_table, read_frame
     from pulse_ml.sessions.writers import write_table
 
@@ -173,7 +173,7 @@ def judge(s: JudgeSettings) -> JudgeResult:
     if feature is not None:
         write_table(feature.table, s.table_out, "pulse-ml judge: table_out")
     run_id = log_run(
-        TRAIN_EXPERIMENT, f"judge-{s.judge.name}",
+        keys.TRAIN_EXPERIMENT, f"judge-{s.judge.name}",
         tags={keys.KIND: keys.KIND_JUDGE, keys.JUDGE: s.judge.name,
               keys.DATA_PATH: str(s.data_path)},
         params={**llm_params(s.judge), "n_splits": s.folds.n_splits, "cv_seed": s.folds.seed,

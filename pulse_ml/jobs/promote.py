@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+from pulse_ml import keys
 from pulse_ml.config import text
 from pulse_ml.report.tables import say
 
@@ -26,9 +27,9 @@ def run(cfg) -> None:
     if version is None:
         list_versions()
         return
-    tracking.setup(tracking.TRAIN_EXPERIMENT)
+    tracking.setup(keys.TRAIN_EXPERIMENT)
     result = promotion.promote_by_hand(version)
-    say(f"champion -> version {version} of {tracking.REGISTERED_MODEL} "
+    say(f"champion -> version {version} of {keys.REGISTERED_MODEL} "
           f"(was {result.champion_version or 'none'})")
 
 
@@ -46,12 +47,12 @@ def list_versions() -> None:
 
     from pulse_ml import keys
     from pulse_ml.registry.models import list_versions as registered
-    from pulse_ml.registry.store import REGISTERED_MODEL, tracking_uri
+    from pulse_ml.registry.store import tracking_uri
     from pulse_ml.report.tables import text_table
 
     records = registered()
     if not records:
-        say(f"no version of {REGISTERED_MODEL} is registered in {tracking_uri()} yet. Train "
+        say(f"no version of {keys.REGISTERED_MODEL} is registered in {tracking_uri()} yet. Train "
             "and register one with `pulse-ml train` (or `pulse-ml pipeline`).")
         return
     frame = pd.DataFrame({
@@ -65,7 +66,7 @@ def list_versions() -> None:
                           for r in records],
     })
     say(f"{len(records)} registered version{'s' if len(records) != 1 else ''} of "
-        f"{REGISTERED_MODEL} in {tracking_uri()}\n")
+        f"{keys.REGISTERED_MODEL} in {tracking_uri()}\n")
     say(text_table(frame, digits=4))
     none = "" if any(r.champion for r in records) else "No version is the champion yet. "
     say(f"\n{none}Move the champion with `pulse-ml promote version=N`.")

@@ -9,13 +9,6 @@ from pulse_ml.env import dbprobe
 from pulse_ml.env.locations import local_path
 from pulse_ml.env.paths import project_root
 from pulse_ml.errors import PulseError
-from pulse_ml.keys import (  # noqa: F401 - re-exported for the jobs
-    CHAMPION,
-    INFER_EXPERIMENT,
-    JUDGE_EXPERIMENT,
-    REGISTERED_MODEL,
-    TRAIN_EXPERIMENT,
-)
 from pulse_ml.registry import guard
 
 _DEFAULTS: set[str] = set()  # default store URIs this process chose (and exported) itself

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from pulse_ml import keys
 from pulse_ml.config import compose
 from pulse_ml.jobs import infer
 from pulse_ml.stats.arm_effect import compare_arms
@@ -123,7 +124,7 @@ def test_model_without_oof_predictions(small_demo, pulse_home, cli):
 
     from pulse_ml.registry import store as tracking
 
-    tracking.setup(tracking.TRAIN_EXPERIMENT)
+    tracking.setup(keys.TRAIN_EXPERIMENT)
     with mlflow.start_run():
         mlflow.sklearn.log_model(DummyRegressor().fit([[0.0]], [4.0]), name="model",
                                  registered_model_name="pulse-satisfaction")

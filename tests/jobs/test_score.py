@@ -6,6 +6,7 @@ import numpy as np
 import optuna
 import pandas as pd
 
+from pulse_ml import keys
 from pulse_ml.config import compose
 from pulse_ml.jobs import train
 from pulse_ml.models.factory import suggest
@@ -25,7 +26,7 @@ def test_score_cli_writes_honest_predictions_and_rejects_missing_columns(small_d
               "progress=false")
     assert res.returncode == 0, res.stderr
     assert "scored 3000 sessions in 3 chunk(s)" in res.stdout
-    tracking.setup(tracking.INFER_EXPERIMENT)
+    tracking.setup(keys.INFER_EXPERIMENT)
     ensemble, version = mlflow_io.load_registered("models:/pulse-satisfaction@champion")
     assert str(version.version) == trained.version
     frame = pd.read_parquet(small_demo)

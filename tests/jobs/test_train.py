@@ -10,10 +10,10 @@ import mlflow
 import pandas as pd
 import pytest
 
+from pulse_ml import keys
 from pulse_ml.config import compose
 from pulse_ml.errors import PulseError
 from pulse_ml.jobs import train
-from pulse_ml.registry import store as tracking
 
 FAST = ["tuning.n_trials=3", "progress=false"]
 
@@ -26,7 +26,7 @@ def test_register_promote_and_load_in_fresh_process(small_demo, pulse_home):
     first = _train(small_demo, "model=lightgbm")
     assert first.version == "1" and first.promoted
     client = mlflow.MlflowClient()
-    mv = client.get_model_version_by_alias(tracking.REGISTERED_MODEL, tracking.CHAMPION)
+    mv = client.get_model_version_by_alias(keys.REGISTERED_MODEL, keys.CHAMPION)
     assert str(mv.version) == "1"
     assert mv.tags["family"] == "lightgbm" and mv.tags["feature_set"] == "all"
     assert mv.tags["data_fingerprint"] == first.data_fingerprint
