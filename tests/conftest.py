@@ -120,6 +120,9 @@ def pulse_home(tmp_path, monkeypatch, mlflow_template):
     shutil.copy(mlflow_template, home / "mlruns" / "mlflow.db")
     monkeypatch.setenv("PULSE_HOME", str(home))
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{home / 'mlruns' / 'mlflow.db'}")
+    # mlflow.set_registry_uri also exports MLFLOW_REGISTRY_URI (and never unsets it): through
+    # monkeypatch it is restored at teardown, so no later test's subprocess inherits this store.
+    monkeypatch.setenv("MLFLOW_REGISTRY_URI", f"sqlite:///{home / 'mlruns' / 'mlflow.db'}")
     monkeypatch.delenv("PULSE_ARTIFACT_ROOT", raising=False)
     # In-process MLflow keeps the URI set by an earlier test's job: point it here too.
     import mlflow
@@ -182,6 +185,7 @@ def trained_templates(tmp_path_factory, mlflow_template, small_demo):
             with pytest.MonkeyPatch.context() as mp:
                 mp.setenv("PULSE_HOME", str(root))
                 mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{root / 'mlruns' / 'mlflow.db'}")
+                mp.setenv("MLFLOW_REGISTRY_URI", f"sqlite:///{root / 'mlruns' / 'mlflow.db'}")
                 mp.delenv("PULSE_ARTIFACT_ROOT", raising=False)
                 _point_mlflow(root)
                 result = train.run(compose("train", [f"data.path={small_demo}", *overrides]))

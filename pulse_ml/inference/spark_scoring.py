@@ -79,6 +79,39 @@ def check_spark_paths(path: str, out: str) -> None:
     check_out(path, out)
 
 
+def _local_path(path: str) -> str | None:
+    """The filesystem path of a local location (no scheme or ``file:``), else None."""
+    if "://" not in path and not path.startswith("file:"):
+        return path
+    return path[len("file://"):] if path.startswith("file://") else None
+
+
+def preflight_local(path: str, needed: list[str], model_uri: str) -> None:
+    """Refuse a local input that is missing, not Parquet or lacks columns, before Spark starts.
+
+    Reads only the Parquet footer(s) (pyarrow), so these mistakes cost a second, not a JVM
+    start-up; remote locations (``s3a://``, ``hdfs://``) are left to Spark.
+    """
+    import pyarrow.dataset as pads
+
+    from pulse_ml.inference.scoring import check_columns
+
+    local = _local_path(path)
+    if local is None:
+        return
+    if not os.path.exists(local):
+        raise PulseError(f"{path}: no such file or directory. Give the Parquet file or directory "
+                         "of sessions to score (engine=spark), or a remote location (s3a://, "
+                         "hdfs://).")
+    try:
+        names = pads.dataset(local, format="parquet", partitioning="hive").schema.names
+    except Exception as exc:  # pyarrow's ArrowInvalid / OSError: not Parquet
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise PulseError(f"{path}: not readable as Parquet ({first[:300]}). Give a Parquet file "
+                         "or directory, or score a local file with engine=local.") from None
+    check_columns(path, names, needed, model_uri)
+
+
 def read_sessions(spark, path: str):
     """``spark.read.parquet(path)``; an unreadable location is one ``PulseError`` line."""
     _refuse_csv(path)
@@ -233,6 +266,7 @@ def score_spark(ensemble, model_uri: str, predict_udf: Callable, path: str | os.
         raise PulseError(f"{model_uri} has no out-of-fold predictions, and honest=true needs "
                          "them. Re-register it with `pulse-ml train`, or use honest=false.")
     lookup = HonestLookup(oof, features) if honest else None
+    preflight_local(path, needed, model_uri)
     spark = spark or spark_session(master)
     sessions = read_sessions(spark, path)
     check_columns(path, sessions.columns, needed, model_uri)

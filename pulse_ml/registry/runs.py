@@ -32,8 +32,24 @@ def open_experiment(name: str) -> str:
               keys.NOTE: keys.EXPERIMENT_DESCRIPTIONS.get(name, "")}
     for key, value in wanted.items():
         if value and tags.get(key) != value:
-            c.set_experiment_tag(exp_id, key, value)
+            _set_experiment_tag(c, exp_id, key, value)
     return exp_id
+
+
+def _set_experiment_tag(c, exp_id: str, key: str, value: str) -> None:
+    """Set an experiment tag; a concurrent process setting it first is no error.
+
+    Two trainers starting at once (a shared study) both see the tag missing; the SQL store's
+    insert of the second fails on the unique key. The layout tags are cosmetic, so that race
+    is settled by reading the tag back, not by failing the run.
+    """
+    from mlflow.exceptions import MlflowException
+
+    try:
+        c.set_experiment_tag(exp_id, key, value)
+    except MlflowException:
+        if key not in (c.get_experiment(exp_id).tags or {}):
+            raise
 
 
 @contextmanager

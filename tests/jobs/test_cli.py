@@ -165,6 +165,7 @@ def test_every_verb_fits_100_columns_on_the_demo(small_demo, pulse_home, cli, tm
               env={"PULSE_HOME": str(own),
                    "MLFLOW_TRACKING_URI": f"sqlite:///{own / 'mlruns' / 'mlflow.db'}"})
     assert res.returncode == 0, res.stderr
+    assert "== summary" in res.stdout and (own / "pipe" / "effects.csv").is_file()
     lines = (res.stdout + res.stderr).splitlines()
     assert [line for line in lines if len(line) > 100 and " " in line.strip()] == []
     text = " ".join(res.stdout.split())  # footnotes wrap at 100 columns

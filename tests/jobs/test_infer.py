@@ -148,12 +148,8 @@ def test_audit_and_plan(small_demo, pulse_home, registered, cli):
     assert missing.returncode == 2 and "case_study=" in missing.stderr
 
 
-def test_pipeline_end_to_end(small_demo, pulse_home, cli):
-    res = cli("pipeline", f"data.path={small_demo}", "families=[mean,lightgbm]",
-              "tuning.n_trials=2", "progress=false")
-    assert res.returncode == 0, res.stderr
-    assert "== summary" in res.stdout and "augmented" in res.stdout
-    assert (pulse_home / "results" / "infer" / "effects.csv").is_file()
+# The pipeline end to end (train the families, register, infer): tests/jobs/test_cli.py
+# test_every_verb_fits_100_columns_on_the_demo runs it once for both checks.
 
 
 def test_reweight_writes_prediction_shift_and_changes_the_estimate(small_demo, pulse_home,

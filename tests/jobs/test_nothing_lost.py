@@ -268,20 +268,8 @@ def test_spark_out_folder_not_written_by_pulse_ml_is_never_removed(registered, s
 
 
 @pytest.mark.slow
-def test_spark_replaces_only_its_own_marked_folder(registered, small_demo, pulse_home, tmp_path):
-    pytest.importorskip("pyspark")
-    out = tmp_path / "scores"
-    args = ["score", "engine=spark", f"data.path={small_demo}", f"out={out}", "progress=false"]
-    res = _run(*args, timeout=900)
-    assert res.returncode == 0, res.stderr[-3000:]
-    marker = json.loads((out / "_pulse_ml_output.json").read_text())
-    assert marker["written_by"].startswith("pulse-ml score")
-    n = len(pd.read_parquet(out))
-    res = _run(*args, "honest=false", timeout=900)  # its own folder: replaced
-    assert res.returncode == 0, res.stderr[-3000:]
-    again = pd.read_parquet(out)
-    assert len(again) == n and int(again["honest"].sum()) == 0
-    _no_hidden(tmp_path)
+# A Spark output folder pulse-ml wrote is replaced whole, and only it: checked in
+# tests/jobs/test_score_spark.py (after its directory scoring, one JVM start fewer).
 
 
 @pytest.mark.parametrize("case", ["output_holds_input", "output_is_store",

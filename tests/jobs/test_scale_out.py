@@ -28,7 +28,7 @@ def free_port() -> int:
 
 def _env(home, tracking_uri: str) -> dict[str, str]:
     return {"PULSE_HOME": str(home), "MLFLOW_TRACKING_URI": tracking_uri,
-            "MLFLOW_DISABLE_TELEMETRY": "true"}
+            "MLFLOW_REGISTRY_URI": tracking_uri, "MLFLOW_DISABLE_TELEMETRY": "true"}
 
 
 def _popen(args, env):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -86,6 +87,16 @@ def test_spark_scores_a_parquet_directory_and_checks_fingerprints(small_demo, pu
     assert n_honest < 0.1 * n_train
     note = f"{n_train - n_honest} session(s) share a session_id with a training session"
     assert note in res.stdout and note in res_spark.stdout
+    # nothing lost: a folder pulse-ml score wrote (its marker) is replaced whole, and only it
+    marker = json.loads((spark / "_pulse_ml_output.json").read_text())
+    assert marker["written_by"].startswith("pulse-ml score")
+    again = cli("score", "engine=spark", "spark_master='local[2]'", f"data.path={folder}/",
+                f"out={spark}", "honest=false", "progress=false")
+    assert again.returncode == 0, again.stdout + again.stderr
+    replaced = pd.read_parquet(spark)
+    assert len(replaced) == len(b) and int(replaced["honest"].sum()) == 0
+    left = [p.name for p in pulse_home.iterdir() if p.name.startswith((".partial", ".previous"))]
+    assert left == []
 
 
 def test_spark_refuses_csv_and_bad_values_before_scoring(small_demo, pulse_home, cli,
@@ -121,9 +132,16 @@ def test_spark_refuses_csv_and_bad_values_before_scoring(small_demo, pulse_home,
     assert "column 'git_pull': non-numeric values in 1 row(s)" in err
     assert "Traceback" not in err and not out.exists()
 
+    # local paths are checked from the Parquet footers before Spark starts
     res = cli("score", "engine=spark", "spark_master='local[1]'",
               f"data.path={pulse_home / 'nowhere'}", f"out={out}", "progress=false")
-    assert res.returncode == 2 and "Spark cannot read it as Parquet" in res.stderr, res.stderr
+    assert res.returncode == 2 and "no such file or directory" in res.stderr, res.stderr
+    not_parquet = pulse_home / "csv_dir"
+    not_parquet.mkdir()
+    (not_parquet / "part-0.parquet").write_bytes(csv.read_bytes())  # CSV under a Parquet name
+    res = cli("score", "engine=spark", "spark_master='local[1]'", f"data.path={not_parquet}",
+              f"out={out}", "progress=false")
+    assert res.returncode == 2 and "not readable as Parquet" in res.stderr, res.stderr
 
     short = pulse_home / "short_dir"
     short.mkdir()

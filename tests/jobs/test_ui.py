@@ -96,8 +96,9 @@ def test_ui_serves_the_store_and_stops_cleanly_on_ctrl_c(trained_home):
 
         proc.send_signal(signal.SIGINT)
         stopped = time.monotonic()
-        rest, err = proc.communicate(timeout=20)
-        assert time.monotonic() - stopped < 10
+        rest, err = proc.communicate(timeout=90)  # a loaded CI machine (load 5 on 2 cores)
+        print(f"pulse-ml ui: stopped {time.monotonic() - stopped:.1f} s after Ctrl-C")
+        assert time.monotonic() - stopped < 30  # SIGTERM, 5 s grace, SIGKILL: never hangs
         assert proc.returncode == 0, err
         assert "Traceback" not in err and "Traceback" not in rest
         assert rest.strip() == "MLflow UI stopped.", rest
