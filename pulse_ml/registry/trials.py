@@ -46,7 +46,12 @@ class TrialLogger:
     def source(self) -> dict[str, str]:
         """The parent run's ``mlflow.source.*`` and ``mlflow.user`` tags, read once."""
         if self._source is None:
-            tags = client().get_run(self.parent_run_id).data.tags
+            from mlflow.exceptions import MlflowException
+
+            try:
+                tags = client().get_run(self.parent_run_id).data.tags
+            except MlflowException:  # a nicety: never what fails a trial's logging
+                tags = {}
             self._source = {k: v for k, v in tags.items()
                             if k.startswith(keys.SOURCE_PREFIX) or k == keys.USER}
         return self._source
