@@ -5,8 +5,8 @@ fingerprints, CV grouping, objective, CV scores, promotion — what the versions
 on and what promotion, ``compare`` and ``infer`` read back). Everything else a train call records
 about the version goes into its description: one plain summary line first (the versions table
 shows the description's start, unrendered), then the promotion reason, then one ``name: value``
-line per value. The family run that trained it (the version's source run) keeps all of them as
-tags and metrics.
+line per value. The family run that trained it (the version's source run) keeps them as tags,
+params or metrics.
 """
 
 from __future__ import annotations
@@ -52,6 +52,6 @@ def describe(first_line: str, record: Mapping[str, object]) -> str:
     if reason:
         lines += ["", f"Promotion: {reason}."]
     if rest:
-        lines += ["", "Also recorded (the training run has these as tags and metrics):",
+        lines += ["", "Also recorded (its training run has these as tags, params or metrics):",
                   *(f"- {k}: {v}" for k, v in rest.items())]
     return redact_text("\n".join(lines))

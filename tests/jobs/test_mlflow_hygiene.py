@@ -10,7 +10,7 @@ import pytest
 from pulse_ml import keys
 from pulse_ml.env.git_checkout import checkout_commit
 from pulse_ml.registry import models, promotion, runs
-from pulse_ml.registry.analysis import open_model
+from pulse_ml.registry.analysis import AnalysisModel
 from pulse_ml.registry.trials import TrialLogger
 
 TRAINED = ("tuning.n_trials=3", "progress=false", "model=lightgbm")  # shared with test_infer
@@ -92,11 +92,12 @@ def test_a_version_has_at_most_12_tags_and_the_readers_still_find_theirs(trained
     (listed,) = models.list_versions()  # what `promote` lists
     assert listed.cv_mse == pytest.approx(trained.metrics.mse, abs=1e-6)
     assert models.reference_version("champion")[2] == trained.data_fingerprint  # compare
-    model = open_model(f"models:/{keys.REGISTERED_MODEL}@{keys.CHAMPION}")
+    model = AnalysisModel("models:/any", ensemble=None, version=mv)
     assert model.git_commit == checkout_commit()  # infer's lineage: from the training run
     # versions registered before kept the commit as a tag: still read first
     client.set_model_version_tag(keys.REGISTERED_MODEL, trained.version, keys.GIT_COMMIT, "f" * 40)
-    assert open_model(f"models:/{keys.REGISTERED_MODEL}/{trained.version}").git_commit == "f" * 40
+    mv = client.get_model_version(keys.REGISTERED_MODEL, trained.version)
+    assert AnalysisModel("models:/any", ensemble=None, version=mv).git_commit == "f" * 40
 
 
 def _pruning_objective(trial) -> float:
