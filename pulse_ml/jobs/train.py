@@ -266,7 +266,7 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
             files = study_files(fit, objective, Path(tmp) / "study")
             _log_fit(fit, tuning, job.config_yaml, with_users(fit.ensemble.oof, fit.labeled),
                      files, {keys.EXPECTED_CI_REDUCTION: 100 * red,
-                             keys.EXPECTED_CI_REDUCTION_REF: 100 * red_ref})
+                             keys.EXPECTED_CI_REDUCTION_REF: 100 * red_ref}, n_unl)
             champion_oof.log_selection_free(free, fit.labeled)
         champion = promotion.current_champion()
         paired, evaluation = champion_oof.paired_with_champion(
