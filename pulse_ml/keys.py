@@ -29,7 +29,7 @@ LABEL_FINGERPRINT = "label_fingerprint"  # session ids and ratings only: same se
 REGISTERED_VERSION = "registered_version"
 PROMOTION = "promotion"
 PROMOTION_REASON = "promotion_reason"
-GIT_COMMIT = "git_commit"
+GIT_COMMIT = "git_commit"  # version tag of versions registered before: see SOURCE_COMMIT
 OBJECTIVE = "objective"
 CV_GROUP_BY = "cv_group_by"        # user_id | none: how the CV folds were grouped
 CV_GROUP_BY_PARAM = "cv.group_by"  # the same, as a param (family runs logged before the tag)
@@ -41,11 +41,12 @@ CV_MSE = "cv_mse"
 CV_MAE = "cv_mae"
 CV_PEARSON = "cv_pearson"
 CV_SPEARMAN = "cv_spearman"
-N_TRIALS = "n_trials"
+N_TRIALS = "n_trials"              # tags of a family run (counts are never metrics)
+N_TRIALS_COMPLETE = "n_trials_complete"
 TUNING_TIME = "tuning_time_s"
 EXPECTED_CI_REDUCTION = "expected_ci_reduction_pct"          # at the training data's N/n
 EXPECTED_CI_REDUCTION_REF = "expected_ci_reduction_pct_ref"  # at ci_reduction.unlabeled_ratio
-N_LABELED = "n_labeled"
+N_LABELED = "n_labeled"            # params of a family run
 N_UNLABELED = "n_unlabeled"
 SEED = "seed"
 
@@ -53,18 +54,28 @@ SEED = "seed"
 KIND_TRIAL = "trial"
 TRIAL_STATE = "trial_state"
 TRIAL_NUMBER = "trial_number"
-BEST_TRIAL = "best_trial"
+BEST_TRIAL = "best_trial"          # tag: the best trial's number (family run), true (trial)
 STUDY_NAME = "study_name"
 STUDY_STORAGE = "optuna_storage"
 SAMPLER = "tuning.sampler"         # params of a family run: the Optuna sampler and pruner used
 PRUNER = "tuning.pruner"
 BEST_TRIAL_RUN = "best_trial_run_id"  # tag of a family run: its best trial's run
-FOLD_MSE = "fold_mse"              # per-fold metrics: one value per fold, the fold as the step
+FOLD_MSE = "fold_mse"              # per-fold scores: one metric per fold, fold_mse_0 ... (below)
 FOLD_MAE = "fold_mae"
 FOLD_PEARSON = "fold_pearson"
 FOLD_METRICS = (FOLD_MSE, FOLD_MAE, FOLD_PEARSON)
 RUNNING_PREFIX = "running_"        # + objective: the running objective per fold of a trial
-TRIAL_OBJECTIVE = "objective"      # metric of a trial run: the value the study optimizes
+TRIAL_OBJECTIVE = "objective"      # metric of a COMPLETE trial run: the value the study optimizes
+
+
+def fold_metric(score: str, fold: int) -> str:
+    """``fold_mse_0``: one fold's score as its own metric.
+
+    A step series would show only its last fold in the runs table, beside the pooled ``cv_mse``.
+    """
+    return f"{score}_{fold}"
+
+
 ERROR = "error"                    # tag of a FAILED run: what went wrong
 
 # Promotion and the paired comparison with the champion (tags on family runs and versions).
@@ -90,6 +101,7 @@ EVAL_BEST_TRIAL = "best_trial"  # a champion trained before: its best trial's OO
 KIND_MONITOR = "monitor"
 KIND_AUDIT = "audit"
 MODE = "mode"                      # crossfit | in_sample: the predictions used
+VALID_INTERVALS = "valid_intervals"  # true | false: whether the run's printed intervals are valid
 CASE_STUDY = "case_study"
 VERDICT = "verdict"                # the audit's verdict
 MODEL_NAME = "model_name"
@@ -100,6 +112,9 @@ MODEL_FAMILY = "model_family"
 
 # MLflow's own tags: descriptions, nesting, the experiment's page layout.
 NOTE = "mlflow.note.content"
+SOURCE_COMMIT = "mlflow.source.git.commit"  # the project checkout's commit (env/git_checkout.py)
+SOURCE_PREFIX = "mlflow.source."   # source name, type and commit (trial runs copy their parent's)
+USER = "mlflow.user"
 PARENT_RUN = "mlflow.parentRunId"
 RUN_NAME = "mlflow.runName"
 EXPERIMENT_KIND = "mlflow.experimentKind"
@@ -107,15 +122,21 @@ SHARED_VIEW_PREFIX = "mlflow.sharedViewState."  # + key: an experiment's saved r
 DATASET_CONTEXT = "mlflow.data.context"  # tag of a dataset input: training | inference
 CLASSIC_ML = "custom_model_development"  # MLflow 3: the machine-learning (not GenAI) layout
 
+# The tags of a registered version (at most 12): what people filter versions on and what the code
+# reads back (promotion, compare, infer's lineage). The rest of what a version records is in its
+# description (registry/version_card.py); versions registered before may carry more tags.
+VERSION_TAGS = (FAMILY, FEATURE_SET, DATA_FINGERPRINT, LABEL_FINGERPRINT, CV_GROUP_BY, OBJECTIVE,
+                CV_MSE, CV_MAE, CV_PEARSON, PROMOTION, PROMOTION_RULE, VS_VERSION)
+
 EXPERIMENT_DESCRIPTIONS = {
     TRAIN_EXPERIMENT: (
         "Satisfaction predictors of pulse_ml. One parent run per model family and `pulse-ml "
         "train` call (its Optuna trials nested below it, logged as they finish), scored on "
         "out-of-fold predictions of k-fold CV grouped by user: cv_mse, cv_mae, cv_pearson "
-        "(per-fold values as step series). Each parent run also carries the paired comparison "
-        "with the champion (vs_champion_*), the expected CI reduction of the predictor, the "
-        "study's optimization history and parameter importances, and the training data as a "
-        "dataset input. LLM-judge baselines (kind=llm_judge) sit beside them. "
+        "(per fold: fold_mse_0, fold_mse_1, ...). Each parent run also carries the paired "
+        "comparison with the champion (vs_champion_*), the expected CI reduction of the "
+        "predictor, the study's optimization history and parameter importances, and the "
+        "training data as a dataset input. LLM-judge baselines (kind=llm_judge) sit beside them. "
         "`pulse-ml compare` prints the table; `pulse-ml compare group_by=features` the "
         "ablation over seeds."),
     JUDGE_EXPERIMENT: "LLM-as-a-judge and labeling batches (`pulse-ml judge`, `discover`).",

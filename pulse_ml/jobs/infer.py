@@ -174,6 +174,7 @@ def log_run(job: InferJob, effects: pd.DataFrame, files: list[Path], version, me
     return runs.log_inference_run(
         f"infer-{job.mode}",
         tags={keys.KIND: keys.KIND_INFERENCE, keys.MODE: job.mode, keys.MODEL_URI: job.model_uri,
+              keys.VALID_INTERVALS: str(bool(meta[keys.VALID_INTERVALS])).lower(),
               keys.MODEL_VERSION: "" if version is None else str(version.version),
               keys.MODEL_FAMILY: "" if version is None
               else (version.tags or {}).get(keys.FAMILY, "")},
@@ -275,14 +276,14 @@ def run_settings(job: InferJob) -> pd.DataFrame:
             "notes": list(table.notes) + honesty_notes, "true_effects": truth or None,
             "warnings": {r.study.name: list(r.comparison.warnings) for r in results
                          if r.comparison.warnings},
-            "valid_intervals": job.mode == "crossfit",
+            keys.VALID_INTERVALS: job.mode == "crossfit",  # in-sample intervals are not valid
             **run_identity(version, raw)}
     tags = model.version_tags
     lineage = {keys.MODEL_URI: job.model_uri, "version": meta[keys.MODEL_VERSION],
                "family": model.family, keys.FEATURE_SET: model.feature_set,
                keys.DATA_FINGERPRINT: tags.get(keys.DATA_FINGERPRINT, ""),
-               **{k: tags[k] for k in (keys.CV_MSE, keys.CV_MAE, keys.CV_PEARSON,
-                                       keys.GIT_COMMIT) if k in tags}}
+               **{k: tags[k] for k in (keys.CV_MSE, keys.CV_MAE, keys.CV_PEARSON) if k in tags},
+               **({keys.GIT_COMMIT: commit} if (commit := model.git_commit) else {})}
     files = write_outputs(job, effects, results, meta, truth, lineage)
     run_id = log_run(job, effects, files, version, meta, raw) if job.log_mlflow else None
     say(f"{model.describe()}; {job.mode} predictions ({n_oof} labeled sessions got "

@@ -156,6 +156,7 @@ def log_run(job: MonitorJob, result: Monitoring, files: list[Path], version, met
     return runs.log_inference_run(
         "monitor",
         tags={keys.KIND: keys.KIND_MONITOR, keys.MODE: "crossfit",
+              keys.VALID_INTERVALS: "true",  # in-sample predictions are refused (above)
               keys.MODEL_URI: job.model_uri,
               keys.MODEL_VERSION: "" if version is None else str(version.version),
               keys.MODEL_FAMILY: meta[keys.MODEL_FAMILY]},

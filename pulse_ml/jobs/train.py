@@ -231,7 +231,7 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
         spec: The model family.
         job: Typed train settings (tuning, register mode, promotion rule, CI-reduction ratio).
     """
-    from pulse_ml.registry import champion_oof, models, promotion, runs, trials
+    from pulse_ml.registry import champion_oof, models, promotion, runs, trials, version_card
     from pulse_ml.registry import store as tracking
     from pulse_ml.training.family import fingerprint, label_fingerprint, training_data
     from pulse_ml.training.paired import with_users
@@ -265,9 +265,8 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
         with tempfile.TemporaryDirectory() as tmp:
             files = study_files(fit, objective, Path(tmp) / "study")
             _log_fit(fit, tuning, job.config_yaml, with_users(fit.ensemble.oof, fit.labeled),
-                     files, {keys.N_LABELED: n_lab, keys.N_UNLABELED: n_unl,
-                             keys.EXPECTED_CI_REDUCTION: 100 * red,
-                             keys.EXPECTED_CI_REDUCTION_REF: 100 * red_ref})
+                     files, {keys.EXPECTED_CI_REDUCTION: 100 * red,
+                             keys.EXPECTED_CI_REDUCTION_REF: 100 * red_ref}, n_unl)
             champion_oof.log_selection_free(free, fit.labeled)
         champion = promotion.current_champion()
         paired, evaluation = champion_oof.paired_with_champion(
@@ -290,7 +289,7 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
             ci_ratio_ref=job.ci_ratio, study_name=tuning.study_name or "",
             storage=tuning.storage, run_url=runs.run_link(run_id), objective=objective,
             selection_free=free.metrics if free else None)
-        version_tags = {
+        record = {  # what the version records: a few tags, the rest in its description
             keys.FAMILY: spec.name, keys.FEATURE_SET: fit.features.name,
             keys.DATA_FINGERPRINT: fp, keys.LABEL_FINGERPRINT: label_fp,
             keys.GIT_COMMIT: tracking.git_commit(),
@@ -304,7 +303,7 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
                 free.metrics.as_dict().items()} if free else {}),
             **({keys.PAIRED_EVALUATION: evaluation} if evaluation else {})}
         if register:
-            version = models.register_version(logged, version_tags)
+            version = models.register_version(logged, version_card.version_tags(record))
             outcome = promotion.apply_decision(version, decision, job.promotion.auto)
             promoted, reason = outcome.promoted, outcome.reason
         elif job.register == "never":
@@ -318,7 +317,9 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
                       "run can be registered by hand")
         text_ = report.describe(result, fit, data_name, tuning, registered)
         if version:
-            models.describe_version(version, text_)
+            models.describe_version(version, version_card.describe(
+                version_card.headline(result, data_name),
+                {**record, **promotion.decision_tags(decision), keys.PROMOTION_REASON: reason}))
         runs.set_tags({**promotion.decision_tags(decision), keys.REGISTERED_VERSION: version or "",
                        **({keys.PAIRED_EVALUATION: evaluation} if evaluation else {}),
                        keys.PROMOTION: "promoted" if promoted else "kept",
@@ -331,25 +332,24 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
 
 
 def _log_fit(fit: FamilyFit, tuning: TuningSettings, config_yaml: str, oof: pd.DataFrame,
-             files: list[Path], extra_metrics: dict[str, float]) -> None:
+             files: list[Path], extra_metrics: dict[str, float], n_unlabeled: int) -> None:
     from pulse_ml.registry import runs
 
     m = fit.metrics
-    runs.log_family_run(
-        run_name=fit.family, tags={},
+    runs.log_family_run(  # counts and indices are tags or params, never metrics
+        run_name=fit.family, tags={keys.N_TRIALS: str(fit.n_trials_total),
+                                   keys.N_TRIALS_COMPLETE: str(fit.n_complete)},
         params={**{f"best.{k}": v for k, v in fit.best_params.items()},
                 keys.FAMILY: fit.family, keys.FEATURE_SET: fit.features.name,
-                keys.N_LABELED: len(fit.y), "cv.n_splits": tuning.n_splits,
-                "cv.seed": tuning.cv_seed, keys.SEED: tuning.seed,
+                keys.N_LABELED: len(fit.y), keys.N_UNLABELED: n_unlabeled,
+                "cv.n_splits": tuning.n_splits, "cv.seed": tuning.cv_seed, keys.SEED: tuning.seed,
                 keys.CV_GROUP_BY_PARAM: (keys.GROUPED_BY_USER if tuning.group_by_user
                                          else keys.NOT_GROUPED),
                 keys.OBJECTIVE: tuning.objective, "n_trials_requested": tuning.n_trials,
                 "storage": tuning.storage, keys.STUDY_NAME: tuning.study_name,
                 "workers": tuning.workers, keys.SAMPLER: tuning.sampler,
                 keys.PRUNER: tuning.pruner_used},
-        metrics={**m.as_dict(), keys.N_TRIALS: fit.n_trials_total,
-                 "n_trials_complete": fit.n_complete, keys.TUNING_TIME: fit.seconds,
-                 keys.BEST_TRIAL: fit.best_number, **extra_metrics},
+        metrics={**m.as_dict(), keys.TUNING_TIME: fit.seconds, **extra_metrics},
         fold_metrics={keys.FOLD_MSE: list(m.fold_mse), keys.FOLD_MAE: list(m.fold_mae),
                       keys.FOLD_PEARSON: list(m.fold_pearson)},
         config_yaml=config_yaml, oof=oof, files=files)

@@ -53,6 +53,29 @@ class AnalysisModel:
         """The version's tags (its training lineage); empty without a version."""
         return {} if self.version is None else dict(self.version.tags or {})
 
+    @property
+    def git_commit(self) -> str | None:
+        """The commit the version was trained from, or None.
+
+        Its training run's ``mlflow.source.git.commit``; versions registered before kept it as
+        the version tag ``git_commit``, read first.
+        """
+        if self.version is None:
+            return None
+        old = self.version_tags.get(keys.GIT_COMMIT)
+        if old and old != "unknown":
+            return old
+        if not self.version.run_id:
+            return None
+        from mlflow.exceptions import MlflowException
+
+        from pulse_ml.registry.models import client
+
+        try:
+            return client().get_run(self.version.run_id).data.tags.get(keys.SOURCE_COMMIT)
+        except MlflowException:
+            return None
+
     def meta(self) -> dict[str, str | None]:
         """``model``, ``model_version``, ``model_family``, ``feature_set`` of a result file."""
         return {"model": self.uri, keys.MODEL_VERSION: self.version_number,

@@ -30,9 +30,12 @@ def log_run(experiment: str, run_name: str, tags: Mapping[str, str],
     from pulse_ml.names import metric_key, write_csv
     from pulse_ml.redact import redact_values
     from pulse_ml.registry.runs import open_experiment
+    from pulse_ml.registry.store import source_tags
 
     open_experiment(experiment)
     with mlflow.start_run(run_name=run_name, tags=redact_values(dict(tags))) as run:
+        if source := source_tags():  # the commit of a git checkout
+            mlflow.set_tags(source)
         mlflow.log_params(redact_values({k: "" if v is None else v for k, v in params.items()}))
         mlflow.log_metrics({metric_key(str(k)): float(v) for k, v in metrics.items()})
         with tempfile.TemporaryDirectory() as tmp:

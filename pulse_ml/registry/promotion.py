@@ -65,7 +65,11 @@ def current_champion() -> Champion | None:
 
 
 def apply_decision(version: str, decision: Decision, auto: bool = True) -> Promotion:
-    """Move the alias to ``version`` when the decision says so (and ``auto``); tag the version."""
+    """Move the alias to ``version`` when the decision says so (and ``auto``); tag the version.
+
+    Only the decision's tags named in ``keys.VERSION_TAGS`` (rule, champion version, outcome)
+    go on the version; the rest goes into its description (``registry/version_card.py``).
+    """
     promote, reason = decision.promote, decision.reason
     if promote and not auto:
         promote, reason = False, f"{reason}; automatic promotion is off (promote=never)"
@@ -74,7 +78,8 @@ def apply_decision(version: str, decision: Decision, auto: bool = True) -> Promo
     c = client()
     for key, value in {**decision_tags(decision), keys.PROMOTION_REASON: reason[:5000],
                        keys.PROMOTION: "promoted" if promote else "kept"}.items():
-        c.set_model_version_tag(REGISTERED_MODEL, str(version), key, value)
+        if key in keys.VERSION_TAGS:
+            c.set_model_version_tag(REGISTERED_MODEL, str(version), key, value)
     return Promotion(promote, reason, decision.champion_version, decision.champion_value)
 
 

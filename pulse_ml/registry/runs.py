@@ -15,7 +15,7 @@ from pulse_ml import keys
 from pulse_ml.errors import PulseError
 from pulse_ml.redact import redact_text, redact_values
 from pulse_ml.registry.models import client
-from pulse_ml.registry.store import git_commit, setup
+from pulse_ml.registry.store import setup, source_tags
 
 
 def open_experiment(name: str) -> str:
@@ -70,7 +70,7 @@ def family_run(family: str, feature_set: str, fingerprint: str, objective: str,
     try:
         tags = {keys.KIND: keys.KIND_FAMILY, keys.FAMILY: family,
                 keys.FEATURE_SET: feature_set, keys.DATA_FINGERPRINT: fingerprint,
-                keys.OBJECTIVE: objective, keys.GIT_COMMIT: git_commit()}
+                keys.OBJECTIVE: objective, **source_tags()}
         if study_name:
             tags[keys.STUDY_NAME] = study_name
         if seed is not None:
@@ -120,11 +120,11 @@ def log_family_run(*, run_name: str, tags: Mapping[str, str], params: Mapping[st
                    metrics: Mapping[str, float], fold_metrics: Mapping[str, list[float]],
                    config_yaml: str, oof: pd.DataFrame,
                    files: list[Path] | None = None) -> None:
-    """Log params, metrics (pooled + per fold as steps), config, OOF and files to the active run.
+    """Log params, metrics (pooled + one per fold), config, OOF and files to the active run.
 
-    Per-fold values are one metric per key with the fold as the step (``fold_mse`` at steps
-    0..k-1: the run page's chart shows every fold, the table its last) and also a
-    ``folds.csv`` table with one row per fold.
+    Per-fold values are one metric per fold (``fold_mse_0`` ... ``fold_mse_<k-1>``: a step
+    series would show its last fold in the runs table, beside and unlike the pooled
+    ``cv_mse``) and also a ``folds.csv`` table with one row per fold.
     """
     import mlflow
     from mlflow.entities import Metric
@@ -134,10 +134,11 @@ def log_family_run(*, run_name: str, tags: Mapping[str, str], params: Mapping[st
     mlflow.log_params(redact_values({k: ("None" if v is None else v) for k, v in params.items()}))
     log_metrics(metrics)
     now = int(time.time() * 1000)
-    steps = [Metric(key, float(v), now, step) for key, values in fold_metrics.items()
-             for step, v in enumerate(values)]
-    if steps:
-        client().log_batch(run_id, metrics=steps)
+    per_fold = [Metric(keys.fold_metric(key, fold), float(v), now, 0)
+                for key, values in fold_metrics.items() for fold, v in enumerate(values)
+                if np.isfinite(float(v))]
+    if per_fold:
+        client().log_batch(run_id, metrics=per_fold)
     mlflow.log_text(config_yaml, "config.yaml")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / keys.OOF_ARTIFACT
@@ -247,7 +248,7 @@ def log_inference_run(run_name: str, tags: Mapping[str, str], params: Mapping[st
     if model_version is not None:
         description = f"{description or ''}\n\n{_model_line(model_version)}".strip()
     with mlflow.start_run(run_name=run_name) as run:
-        mlflow.set_tags(redact_values({k: str(v) for k, v in tags.items()}))
+        mlflow.set_tags(redact_values({**source_tags(), **{k: str(v) for k, v in tags.items()}}))
         if description:
             mlflow.set_tag(keys.NOTE, redact_text(description))
         if model_version is not None:

@@ -165,13 +165,19 @@ def ui_command() -> str:
     return "pulse-ml ui port=5000"
 
 
-def git_commit() -> str:
-    """Return the current git commit of the project checkout, or ``unknown``."""
-    head = Path(__file__).resolve().parents[2] / ".git"
-    try:
-        ref = (head / "HEAD").read_text().strip()
-        if ref.startswith("ref: "):
-            return (head / ref[5:]).read_text().strip()
-        return ref
-    except OSError:
-        return "unknown"
+def git_commit() -> str | None:
+    """Return the git commit of the project checkout the code runs from, or None (not one)."""
+    from pulse_ml.env.git_checkout import checkout_commit
+
+    return checkout_commit()
+
+
+def source_tags() -> dict[str, str]:
+    """MLflow's standard source tag of a run: ``mlflow.source.git.commit`` from a checkout.
+
+    Empty when the code does not run from a git checkout of the project (an installed package).
+    """
+    from pulse_ml import keys
+
+    commit = git_commit()
+    return {keys.SOURCE_COMMIT: commit} if commit else {}

@@ -21,8 +21,10 @@ class TrialLogger:
     over the trials that other worker processes finished (they only write to the study).
     Each run has the trial's real start and end time, a status that shows its state (COMPLETE
     -> FINISHED, PRUNED -> KILLED, FAIL -> FAILED; tag ``trial_state``), its parameters, its
-    per-fold metrics as step series (``fold_mse`` ...; pruned trials have the running
-    objective per fold, ``running_<objective>``) and a one-line description.
+    per-fold scores (``fold_mse_0`` ...), the running objective per fold as a step series
+    (``running_<objective>``), the parent's source tags (``mlflow.source.*``) and a one-line
+    description. Only a COMPLETE trial has the metric ``objective``: Optuna gives a pruned
+    trial its last running value, which is not comparable with a complete one's.
 
     Args:
         parent_run_id: The family run.
@@ -39,6 +41,20 @@ class TrialLogger:
         self.family = family
         self.objective = objective
         self.runs: dict[int, str] = {}
+        self._source: dict[str, str] | None = None
+
+    def source(self) -> dict[str, str]:
+        """The parent run's ``mlflow.source.*`` and ``mlflow.user`` tags, read once."""
+        if self._source is None:
+            from mlflow.exceptions import MlflowException
+
+            try:
+                tags = client().get_run(self.parent_run_id).data.tags
+            except MlflowException:  # a nicety: never what fails a trial's logging
+                tags = {}
+            self._source = {k: v for k, v in tags.items()
+                            if k.startswith(keys.SOURCE_PREFIX) or k == keys.USER}
+        return self._source
 
     def describe(self, trial) -> str:
         """One line: state, value, folds done, duration and parameters."""
@@ -68,18 +84,18 @@ class TrialLogger:
         state = trial.state.name
         name = f"{self.family}-trial-{trial.number}"
         run = c.create_run(self.experiment_id, start_time=start, run_name=name, tags={
-            keys.PARENT_RUN: self.parent_run_id, keys.KIND: keys.KIND_TRIAL,
+            **self.source(), keys.PARENT_RUN: self.parent_run_id, keys.KIND: keys.KIND_TRIAL,
             keys.FAMILY: self.family, keys.TRIAL_STATE: state,
             keys.TRIAL_NUMBER: str(trial.number), keys.NOTE: self.describe(trial)})
         try:
             metrics = [Metric(k, float(v), end, 0)
                        for k, v in (trial.user_attrs.get("metrics") or {}).items()]
             for key in keys.FOLD_METRICS:
-                metrics += [Metric(key, float(v), end, i)
+                metrics += [Metric(keys.fold_metric(key, i), float(v), end, 0)
                             for i, v in enumerate(trial.user_attrs.get(key) or [])]
             metrics += [Metric(keys.RUNNING_PREFIX + self.objective, float(v), end, int(step))
                         for step, v in sorted(trial.intermediate_values.items())]
-            if trial.value is not None:
+            if state == "COMPLETE" and trial.value is not None:
                 metrics.append(Metric(keys.TRIAL_OBJECTIVE, float(trial.value), end, 0))
             params = [Param(k, str(v)) for k, v in trial.params.items()]
             params.append(Param(keys.TRIAL_NUMBER, str(trial.number)))

@@ -51,6 +51,7 @@ def test_infer_from_champion_writes_results_and_logs(small_demo, pulse_home, reg
     exp = mlflow.MlflowClient().get_experiment_by_name("pulse-infer")
     runs = mlflow.search_runs([exp.experiment_id])
     assert len(runs) == 1 and runs["tags.model_version"][0] == registered.version
+    assert runs[f"tags.{keys.VALID_INTERVALS}"][0] == "true"  # a tag to filter on
     feats = pd.read_csv(out / "features.csv")
     assert {"feature", "p_value", "q_value"} <= set(feats.columns)
 
@@ -84,6 +85,9 @@ def test_in_sample_mode_says_intervals_are_not_valid(small_demo, pulse_home, reg
               "permutations=500")
     assert res.returncode == 0, res.stderr
     assert "NOT valid" in res.stdout and "NOT valid" in res.stderr
+    exp = mlflow.MlflowClient().get_experiment_by_name(keys.INFER_EXPERIMENT)
+    (tags,) = [r.data.tags for r in mlflow.MlflowClient().search_runs([exp.experiment_id])]
+    assert tags[keys.MODE] == "in_sample" and tags[keys.VALID_INTERVALS] == "false"
 
 
 def test_missing_alias_is_a_clear_error(small_demo, pulse_home, cli):

@@ -83,6 +83,7 @@ def test_monitor_writes_files_plot_and_logs_the_run(home, small_demo, tmp_path, 
     runs = _infer_runs()
     assert len(runs) == 1 and runs["tags.kind"][0] == "monitor"
     assert runs["tags.model_version"][0] == "1"
+    assert runs["tags.valid_intervals"][0] == "true"  # in-sample predictions are refused
     client = mlflow.MlflowClient()
     # as infer: linked to the model version, the session table as dataset input, a description
     run = client.get_run(runs["run_id"][0])

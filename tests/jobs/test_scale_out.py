@@ -65,8 +65,8 @@ def test_two_trainers_share_a_postgresql_study_then_n_trials_0_registers_best(
     mv = client.get_model_version_by_alias("pulse-satisfaction", "champion")
     run = client.get_run(mv.run_id)
     best = study.best_trial
-    assert int(run.data.metrics["best_trial"]) == best.number
-    assert int(run.data.metrics["n_trials"]) == 6
+    assert int(run.data.tags["best_trial"]) == best.number
+    assert int(run.data.tags["n_trials"]) == 6
     assert float(run.data.params["best.num_leaves"]) == best.params["num_leaves"]
     assert run.data.params["n_trials_requested"] == "0"
     assert len(optuna.load_study(study_name="shared", storage=storage).trials) == 6

@@ -59,9 +59,10 @@ def test_trials_are_runs_with_real_times_states_and_fold_steps(pulse_home):
         "COMPLETE": "FINISHED", "PRUNED": "KILLED", "FAIL": "FAILED"}
     assert {r.data.tags[keys.TRIAL_STATE] for r in got.values()} == {"COMPLETE", "PRUNED", "FAIL"}
     done = got["COMPLETE"].info.run_id
-    assert [m.value for m in client.get_metric_history(done, "fold_mse")] == pytest.approx(
-        [0.5, 0.6, 0.7])
-    assert [m.step for m in client.get_metric_history(done, "fold_mse")] == [0, 1, 2]
+    metrics = got["COMPLETE"].data.metrics  # one metric per fold, not a step series
+    assert [metrics[f"fold_mse_{k}"] for k in range(3)] == pytest.approx([0.5, 0.6, 0.7])
+    assert "fold_mse" not in metrics and metrics["objective"] == pytest.approx(0.6)
+    assert "objective" not in got["PRUNED"].data.metrics  # Optuna's partial value: left out
     pruned = client.get_metric_history(got["PRUNED"].info.run_id, "running_cv_mse")
     assert [m.step for m in pruned] == [0, 1]
     assert "pruned after 2 fold(s)" in got["PRUNED"].data.tags[keys.NOTE]
