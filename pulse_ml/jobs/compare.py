@@ -38,6 +38,7 @@ from pulse_ml.registry.run_table import HIDDEN, comparison_frame, tag_column
 from pulse_ml.report.comparison import (
     ablation_notes,
     ablation_view,
+    paired_view,
     plot_subtitle,
     terminal_view,
 )
@@ -283,10 +284,7 @@ def run(cfg: Node) -> pd.DataFrame:
             f"bootstrap over {int(paired['n_groups'].max())} {units}, "
             f"{job.paired.n_boot} resamples; new - reference; significant on each run's "
             "objective):")
-        view = paired[["name", "features", "seed", "version", "delta_mse", "mse_ci_lower",
-                       "mse_ci_upper", "delta_r", "r_ci_lower", "r_ci_upper"]].copy()
-        view["significant"] = significance(paired)
-        say(text_table(view, digits=4))
+        say(text_table(paired_view(paired, significance(paired), level)))
         for row in paired[paired["note"] != ""].itertuples(index=False):
             say(f"note: {row.label}: {row.note}")
     elif reference is not None and not skipped:

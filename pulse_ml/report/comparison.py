@@ -34,6 +34,28 @@ def terminal_view(shown: pd.DataFrame) -> pd.DataFrame:
     return view
 
 
+def paired_view(paired: pd.DataFrame, significant: list[str], level: int) -> pd.DataFrame:
+    """The printed paired table (fits 100 columns).
+
+    Each difference with its interval in one cell, 3 decimals (4, and the interval ends in
+    their own columns: paired.csv); ``seed`` only when the rows differ in it.
+    """
+
+    def cell(d, lo, hi):
+        return f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}]" if pd.notna(d) else ""
+
+    view = paired[["name", "features"]].copy()
+    if "seed" in paired and paired["seed"].nunique() > 1:
+        view["seed"] = paired["seed"]
+    view["version"] = paired["version"]
+    view[f"ΔMSE [{level}% CI]"] = [cell(*v) for v in zip(
+        paired["delta_mse"], paired["mse_ci_lower"], paired["mse_ci_upper"], strict=True)]
+    view[f"Δr [{level}% CI]"] = [cell(*v) for v in zip(
+        paired["delta_r"], paired["r_ci_lower"], paired["r_ci_upper"], strict=True)]
+    view["significant"] = significant
+    return view
+
+
 def ablation_view(ablation: pd.DataFrame, group_by: list[str]) -> pd.DataFrame:
     """The printed ablation table: ``mean ± sd`` strings."""
     def pm(mean, sd, digits):

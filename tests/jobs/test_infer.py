@@ -152,7 +152,7 @@ def test_pipeline_end_to_end(small_demo, pulse_home, cli):
     res = cli("pipeline", f"data.path={small_demo}", "families=[mean,lightgbm]",
               "tuning.n_trials=2", "progress=false")
     assert res.returncode == 0, res.stderr
-    assert "== summary" in res.stdout and "augmented" in res.stdout
+    assert "== summary" in res.stdout and "PPI++" in res.stdout
     assert (pulse_home / "results" / "infer" / "effects.csv").is_file()
 
 
