@@ -172,7 +172,7 @@ def study_line(name: str, storage: str) -> str:
     """
     folder, file = os.path.split(storage)
     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)
-    if file == f"{safe}.journal":  # tuning.storage=auto: <store>/optuna/<study>.journal
+    if file == f"{safe}.journal" and os.path.basename(folder) == "optuna":  # storage=auto
         return (f"study: add trials with {unbroken(f'tuning.study_name={name}')} (journal in "
                 f"{redact_uri(folder)}/)")
     command = f"tuning.storage={redact_uri(storage)} tuning.study_name={name}"
