@@ -42,6 +42,7 @@ from pulse_ml.report.comparison import (
     expected_ref,
     paired_view,
     plot_subtitle,
+    shared_values,
     terminal_view,
 )
 from pulse_ml.report.tables import markdown_table, say, text_table
@@ -284,10 +285,11 @@ def run(cfg: Node) -> pd.DataFrame:
     if not paired.empty:
         units = ("users" if (paired["resampled"] == "users").all() else
                  "sessions" if (paired["resampled"] == "sessions").all() else "users/sessions")
+        shared = shared_values(paired)
         say(f"\npaired with {reference[0]} on the same sessions ({level}% intervals, "
             f"bootstrap over {int(paired['n_groups'].max())} {units}, "
             f"{job.paired.n_boot} resamples; new - reference; significant on each run's "
-            "objective):")
+            f"objective{'; every row: ' + shared if shared else ''}):")
         say(text_table(paired_view(paired, significance(paired), level)))
         for row in paired[paired["note"] != ""].itertuples(index=False):
             say(f"note: {row.label}: {row.note}")

@@ -48,22 +48,35 @@ def paired_view(paired: pd.DataFrame, significant: list[str], level: int) -> pd.
     """The printed paired table (fits 100 columns).
 
     Each difference with its interval in one cell, 3 decimals (4, and the interval ends in
-    their own columns: paired.csv); ``seed`` only when the rows differ in it.
+    their own columns: paired.csv); ``features`` and ``seed`` only when the rows differ in them
+    (:func:`shared_values` names them otherwise), ``version`` when one is registered.
     """
 
     def cell(d, lo, hi):
         return f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}]" if pd.notna(d) else ""
 
-    view = paired[["name", "features"]].copy()
-    if "seed" in paired and paired["seed"].nunique() > 1:
-        view["seed"] = paired["seed"]
-    view["version"] = paired["version"]
+    view = paired[["name"]].copy()
+    for col in ("features", "seed"):
+        if col in paired and paired[col].astype(str).nunique() > 1:
+            view[col] = paired[col]
+    if (paired["version"].astype(str) != "-").any():  # else none is registered
+        view["version"] = paired["version"]
     view[f"ΔMSE [{level}% CI]"] = [cell(*v) for v in zip(
         paired["delta_mse"], paired["mse_ci_lower"], paired["mse_ci_upper"], strict=True)]
     view[f"Δr [{level}% CI]"] = [cell(*v) for v in zip(
         paired["delta_r"], paired["r_ci_lower"], paired["r_ci_upper"], strict=True)]
     view["significant"] = significant
     return view
+
+
+def shared_values(paired: pd.DataFrame) -> str:
+    """``features 'all', seed 42``: what every row of :func:`paired_view` shares ("" if none)."""
+    parts = []
+    for col, show in (("features", "features '{}'"), ("seed", "seed {}")):
+        values = paired[col].astype(str) if col in paired else pd.Series(dtype=str)
+        if len(values) and values.nunique() == 1 and values.iloc[0]:
+            parts.append(show.format(values.iloc[0]))
+    return ", ".join(parts)
 
 
 def ablation_view(ablation: pd.DataFrame, group_by: list[str], ci_ratio: float = 20.0,
