@@ -278,7 +278,9 @@ def run(cfg: Node) -> pd.DataFrame:
             written += [out / "paired.csv", out / "paired.png"]
     ref = expected_ref(job.ci_ratio)
     say(text_table(terminal_view(shown, job.ci_ratio), digits_of={EXPECTED: 1, ref: 1}))
-    say("(the full table, with ± std over folds, MAE and timings: comparison.md / .csv)")
+    common = shared_values(shown[["features"]])
+    say(f"({'every row: ' + common + '; ' if common else ''}the full table, with ± std over "
+        "folds, MAE and timings: comparison.md / .csv)")
     say(f"{EXPECTED} = expected CI reduction 1 - sqrt(1 - r² N/(n+N)) at the training data's "
         f"N/n, {ref} the same at N/n = {job.ci_ratio:g} (comparison.csv: ci_red_%, "
         "ci_red_ref_%).")

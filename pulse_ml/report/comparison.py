@@ -24,9 +24,12 @@ def terminal_view(shown: pd.DataFrame, ci_ratio: float = 20.0) -> pd.DataFrame:
 
     The paired intervals follow in their own table; MSE's ± std is in comparison.md. The
     expected CI reductions are named :data:`EXPECTED` and :func:`expected_ref` (the files'
-    ``ci_red_%`` and ``ci_red_ref_%``): infer's ``ci_red_%`` is a measured one.
+    ``ci_red_%`` and ``ci_red_ref_%``): infer's ``ci_red_%`` is a measured one. ``features``
+    only when the rows differ in it (:func:`shared_values` names it otherwise).
     """
-    view = pd.DataFrame({"name": shown["name"], "features": shown["features"]})
+    view = pd.DataFrame({"name": shown["name"]})
+    if shown["features"].astype(str).nunique() > 1:
+        view["features"] = shown["features"]
     view["mse"] = shown["mse"]
     view["r"] = [f"{m:.3f}±{s:.3f}" if pd.notna(s) else f"{m:.3f}"
                  for m, s in zip(shown["r"], shown["r_std"], strict=True)]
