@@ -269,7 +269,10 @@ def run(cfg: Node) -> pd.DataFrame:
     stale = ("paired.csv", "paired.png") if paired.empty else ()
     with staged_outputs(out, discard=stale) as stage:  # every file of this call or none
         write_csv(table.drop(columns=HIDDEN), stage / "comparison.csv")
-        (stage / "comparison.md").write_text(markdown_table(shown) + "\n")
+        readable = shown.rename(columns={"ci_red_%": EXPECTED,  # expected, not measured
+                                          "ci_red_ref_%": "expected_ci_red_ref_%"})
+        (stage / "comparison.md").write_text(markdown_table(readable, digits_of={"time_s": 1})
+                                             + "\n")
         comparison_plot(table, stage / "comparison.png", _champion(),
                         subtitle=plot_subtitle(table, reference[0] if reference else None))
         if not paired.empty:

@@ -61,10 +61,13 @@ def text_table(frame: pd.DataFrame, digits: int = 3, columns: Sequence[str] | No
     return "\n".join([line(cols), sep] + [line(r) for r in cells])
 
 
-def markdown_table(frame: pd.DataFrame, digits: int = 3) -> str:
-    """Render a DataFrame as a GitHub Markdown table."""
+def markdown_table(frame: pd.DataFrame, digits: int = 3,
+                   digits_of: Mapping[str, int] | None = None) -> str:
+    """Render a DataFrame as a GitHub Markdown table (``digits_of`` as :func:`text_table`'s)."""
     cols = list(frame.columns)
-    rows = [[_fmt(v.item() if hasattr(v, "item") else v, digits) for v in row]
+    places = [(digits_of or {}).get(c, digits) for c in cols]
+    rows = [[_fmt(v.item() if hasattr(v, "item") else v, d)
+             for v, d in zip(row, places, strict=True)]
             for row in frame.itertuples(index=False)]
     out = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
     out += ["| " + " | ".join(r) + " |" for r in rows]
