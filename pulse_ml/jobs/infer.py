@@ -9,7 +9,9 @@ two arms' lambdas chosen jointly to minimize the effect's variance, then shrunk 
 printed interval, never wider than naive; cluster-robust by user), the
 CI reduction, the feature comparison per arm and the labeled-vs-unlabeled shift. Writes
 effects.{json,csv,md}, forest.png, features.csv, label_shift.csv and report.html to ``output``
-and logs everything to MLflow experiment pulse-infer.
+and logs everything to MLflow experiment pulse-infer. In effects.csv/.json the PPI++ rows
+keep ``estimator = augmented`` (the value scripts and the MLflow metric names read); the
+terminal, effects.md, report.html and forest.png say PPI++.
 
 ``inference=randomization`` adds, beside the asymptotic interval, an exact randomization test
 and interval per case study: the randomized units (users when the case study declares
