@@ -70,3 +70,13 @@ def test_a_command_is_never_split_by_the_line_wrapper(capsys):
     out = capsys.readouterr().out
     command = f"tuning.storage={storage} tuning.study_name=lightgbm-all-886b748e0b"
     assert any(command in row for row in out.splitlines())  # on one line, not split
+
+
+def test_a_study_in_a_given_storage_is_resumed_with_one_whole_command():
+    from dataclasses import replace
+
+    storage = "postgresql://pulse@db.example.org:5432/" + "optuna_studies_" * 4
+    text = summary(replace(_result(), storage=storage), "pulse-satisfaction")
+    command = f"tuning.storage={storage} tuning.study_name={NAME}"
+    assert any(command in line for line in text.splitlines())
+    assert text.count(NAME) == 1
