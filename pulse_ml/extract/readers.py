@@ -123,11 +123,11 @@ def read_file(path: Path, failures: list[tuple[str, str]] | None = None) -> list
 
 def read_sessions(files: list[Path], progress: bool = True) -> ReadResult:
     """Read all files; a file that fails is recorded in ``failures`` and skipped."""
-    from tqdm.auto import tqdm
+    from pulse_ml.report.progress import progress_bar
 
     result = ReadResult()
-    for path in tqdm(files, desc="reading sessions", unit="file", disable=not progress,
-                     leave=False):
+    for path in progress_bar(files, desc="reading sessions", unit="file",
+                             disable=not progress, leave=False):
         skipped: list[tuple[str, str]] = []
         try:
             found = read_file(path, skipped)

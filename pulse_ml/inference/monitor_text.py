@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from pulse_ml.report.tables import ESTIMATOR_LABELS
+
 __all__ = ["ESTIMATOR_NAMES", "printable", "stop_lines"]
 
-ESTIMATOR_NAMES = {"naive": "naive", "augmented": "PPI++"}
+ESTIMATOR_NAMES = ESTIMATOR_LABELS  # the files' estimator values -> the words people read
 
 
 def _fmt(x: float, digits: int = 3) -> str:

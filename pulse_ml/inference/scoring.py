@@ -140,7 +140,7 @@ def score_file(ensemble, path: str | os.PathLike[str], out: str | os.PathLike[st
         PulseError: missing columns, bad values (with file row numbers), bad settings, or a
             model without out-of-fold predictions in honest mode.
     """
-    from tqdm.auto import tqdm
+    from pulse_ml.report.progress import progress_bar
 
     path, out = Path(path), Path(out)
     present = preflight(path, out, settings)
@@ -166,8 +166,8 @@ def score_file(ensemble, path: str | os.PathLike[str], out: str | os.PathLike[st
     start = time.perf_counter()
     n_rows = n_honest = n_chunks = n_mismatched = 0
     missing_text: dict[str, int] = {}
-    bar = tqdm(total=count_rows(path), desc=f"scoring {path.name}", unit="row",
-               unit_scale=True, disable=not settings.progress)
+    bar = progress_bar(total=count_rows(path), desc=f"scoring {path.name}", unit="row",
+                       unit_scale=True, disable=not settings.progress)
     try:  # staged, put in place when complete (serialized with other writers of out)
         with atomic_file(out) as partial, pq.ParquetWriter(
                 partial, OUTPUT_SCHEMA, use_dictionary=["honest"]) as writer:

@@ -1,17 +1,17 @@
 """Check that the intervals hold on your own data: a split-half audit that can fail.
 
 For ``case_study=NAME``: ``split_half.replications`` times (seeded) the case study's users are
-split into two independent halves. Variance check: the augmented (PPI++) estimate on one half and
+split into two independent halves. Variance check: the PPI++ estimate on one half and
 on the other (the analysis' lambda held fixed) must agree within their combined interval about
 1 - alpha of the time (pass rate, Monte-Carlo error, verdict; the same for the naive method).
-Bias check: the augmented and the naive estimate of the same halves must not differ by more
+Bias check: the PPI++ and the naive estimate of the same halves must not differ by more
 than the half-sample s.e. of that gap allows (predictions fitted on the labels, or a
 labeled/unlabeled shift). Either flag (each at half the level) makes the verdict valid / too
 narrow / inconclusive; a small study is told which check still works and how many labeled
 users the other needs. Then the
 labeled-vs-unlabeled consistency check: R times (``replications``) it hides ``hide_share`` of the
 labels and compares with the all-labels estimate. It reacts to a labeled/unlabeled prediction
-shift (augmented rate clearly below the naive one); it is not a coverage check and its rates are
+shift (PPI++ rate clearly below the naive one); it is not a coverage check and its rates are
 not compared with the nominal level. Writes audit_<name>.json (both checks) and
 audit_<name>.csv (the split-half replications) to ``output``; a name that is not a plain
 ASCII word (``/``, ``..``, spaces, emoji) appears there as a slug + short hash and verbatim
@@ -36,7 +36,7 @@ from pulse_ml.inference.effects import CLUSTER_MODES, InferenceSettings
 from pulse_ml.inference.honest import PREDICTION_MODES, honest_data
 from pulse_ml.names import file_part, write_csv
 from pulse_ml.report.html import run_identity
-from pulse_ml.report.tables import say
+from pulse_ml.report.tables import estimator_label, say
 from pulse_ml.sessions.case_studies import CaseStudy, check_selected
 from pulse_ml.sessions.readers import ground_truth_path, load_ground_truth, read_frame
 
@@ -87,9 +87,9 @@ def settings_from_config(cfg: Node) -> AuditSettings:
 
 def _verdict_sentence(a) -> str:
     if a.verdict == "valid":
-        return "the augmented intervals look valid on this data (" + a.reason + ")."
+        return "the PPI++ intervals look valid on this data (" + a.reason + ")."
     if a.verdict == "too narrow":
-        return ("the augmented intervals are TOO NARROW on this data (" + a.reason + "); do not "
+        return ("the PPI++ intervals are TOO NARROW on this data (" + a.reason + "); do not "
                 "trust them: check the label shift, the predictions mode and clusters=user_id.")
     return "inconclusive at this number of labels or splits (" + a.reason + ")."
 
@@ -149,8 +149,8 @@ def run(cfg: Node):
         "by no more")
     say(f"   than their intervals allow (a valid method passes ~{nominal:.0%} of splits)")
     for method, a in halves.items():
-        say(f"   {method:9s} pass rate {a.rate:.3f} ± {a.mc_se:.3f} (Monte-Carlo s.e.)  -> "
-            f"{a.verdict}")
+        say(f"   {estimator_label(method):9s} pass rate {a.rate:.3f} ± {a.mc_se:.3f} "
+            f"(Monte-Carlo s.e.)  -> {a.verdict}")
     for line in result.checks:
         say(f"   - {line}")
     say(f"   verdict: {_verdict_sentence(result)}")
@@ -158,21 +158,21 @@ def run(cfg: Node):
         "compared")
     say(f"   with {nominal:.0%}): {check.replications} replications hiding "
         f"{check.hide_share:.0%} of the labeled {unit}, nested estimates vs all labels")
-    say(f"   agreement rate       naive {check.consistency_rate_naive:.3f}   augmented "
+    say(f"   agreement rate       naive {check.consistency_rate_naive:.3f}   PPI++ "
           f"{check.consistency_rate_augmented:.3f} ± {check.consistency_mc_se:.3f}   "
           f"(gap {check.consistency_gap:+.3f})")
-    say(f"   mean s.e. ratio      augmented / naive {check.mean_se_ratio:.3f}")
+    say(f"   mean s.e. ratio      PPI++ / naive {check.mean_se_ratio:.3f}")
     if check.consistency_gap > max(0.05, 2 * check.consistency_mc_se):
         say("   warning: labeled sessions look different from unlabeled ones to the predictor "
-            "(augmented agreement well below naive); check label_shift.csv and "
+            "(PPI++ agreement well below naive); check label_shift.csv and "
             "prediction_shift.csv from pulse-ml infer, or try infer reweight=true.")
     if truth is not None:
         say(f"3. against the true effect {truth['effect']:+.4f} ({Path(truth['source']).name}; "
             "one dataset: a yes/no, not a coverage rate):")
         for method in ("naive", "augmented"):
             t = truth[method]
-            say(f"   {method:9s} {t['effect']:+.4f} [{t['ci_lower']:+.4f}, {t['ci_upper']:+.4f}]"
-                f"  covers the true effect: {'yes' if t['covers'] else 'NO'}")
+            say(f"   {estimator_label(method):9s} {t['effect']:+.4f} [{t['ci_lower']:+.4f}, "
+                f"{t['ci_upper']:+.4f}]  covers the true effect: {'yes' if t['covers'] else 'NO'}")
     if mode == "in_sample":
         say("   warning: in_sample predictions leak labels; this audit cannot vouch for them.")
     say(f"written: {out / f'{stem}.json'}, {out / f'{stem}.csv'}")

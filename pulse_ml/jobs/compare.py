@@ -36,9 +36,13 @@ from pulse_ml.errors import DataError, PulseError
 from pulse_ml.names import file_part, write_csv
 from pulse_ml.registry.run_table import HIDDEN, comparison_frame, tag_column
 from pulse_ml.report.comparison import (
+    EXPECTED,
     ablation_notes,
     ablation_view,
+    expected_ref,
+    paired_view,
     plot_subtitle,
+    shared_values,
     terminal_view,
 )
 from pulse_ml.report.tables import markdown_table, say, text_table
@@ -207,15 +211,15 @@ def _ablation(job: CompareSettings, table: pd.DataFrame) -> pd.DataFrame:
     out = job.output
     ablation = ablation_frame(table, job.group_by)
     stem = "ablation_" + file_part("_".join(job.group_by))
-    view = ablation_view(ablation, job.group_by)
+    view = ablation_view(ablation, job.group_by, job.ci_ratio)
     with staged_outputs(out) as stage:  # all three files or none
         write_csv(ablation, stage / f"{stem}.csv")
         (stage / f"{stem}.md").write_text(markdown_table(view) + "\n")
         ablation_plot(ablation, stage / f"{stem}.png", job.group_by)
     say(f"ablation by {', '.join(job.group_by)}: mean ± sd over the runs of each group "
-        f"(seeds); expected CI reduction at the data's N/n and at N/n = "
-        f"{job.ci_ratio:g}")
-    say(text_table(view))
+        f"(seeds); {EXPECTED} = expected CI reduction at the data's N/n, "
+        f"{expected_ref(job.ci_ratio)} at N/n = {job.ci_ratio:g} (MAE: {stem}.md)")
+    say(text_table(ablation_view(ablation, job.group_by, job.ci_ratio, terminal=True)))
     for note in ablation_notes(ablation, job.group_by):
         say(note)
     say(f"\nwritten: {out / f'{stem}.md'}, {out / f'{stem}.csv'}, {out / f'{stem}.png'}")
@@ -265,28 +269,33 @@ def run(cfg: Node) -> pd.DataFrame:
     stale = ("paired.csv", "paired.png") if paired.empty else ()
     with staged_outputs(out, discard=stale) as stage:  # every file of this call or none
         write_csv(table.drop(columns=HIDDEN), stage / "comparison.csv")
-        (stage / "comparison.md").write_text(markdown_table(shown) + "\n")
+        readable = shown.rename(columns={"ci_red_%": EXPECTED,  # expected, not measured
+                                          "ci_red_ref_%": "expected_ci_red_ref_%"})
+        (stage / "comparison.md").write_text(markdown_table(readable, digits_of={"time_s": 1})
+                                             + "\n")
         comparison_plot(table, stage / "comparison.png", _champion(),
                         subtitle=plot_subtitle(table, reference[0] if reference else None))
         if not paired.empty:
             write_csv(paired.assign(significant=significance(paired)), stage / "paired.csv")
             paired_plot(paired, stage / "paired.png", reference[0], level)
             written += [out / "paired.csv", out / "paired.png"]
-    say(text_table(terminal_view(shown)))
-    say("(the full table, with ± std over folds, MAE and timings: comparison.md / .csv)")
-    say(f"ci_red_% = expected CI reduction 1 - sqrt(1 - r² N/(n+N)) at the training data's "
-        f"N/n; ci_red_ref_% at N/n = {job.ci_ratio:g}.")
+    ref = expected_ref(job.ci_ratio)
+    say(text_table(terminal_view(shown, job.ci_ratio), digits_of={EXPECTED: 1, ref: 1}))
+    common = shared_values(shown[["features"]])
+    say(f"({'every row: ' + common + '; ' if common else ''}the full table, with ± std over "
+        "folds, MAE and timings: comparison.md / .csv)")
+    say(f"{EXPECTED} = expected CI reduction 1 - sqrt(1 - r² N/(n+N)) at the training data's "
+        f"N/n, {ref} the same at N/n = {job.ci_ratio:g} (comparison.csv: ci_red_%, "
+        "ci_red_ref_%).")
     if not paired.empty:
         units = ("users" if (paired["resampled"] == "users").all() else
                  "sessions" if (paired["resampled"] == "sessions").all() else "users/sessions")
+        shared = shared_values(paired)
         say(f"\npaired with {reference[0]} on the same sessions ({level}% intervals, "
             f"bootstrap over {int(paired['n_groups'].max())} {units}, "
             f"{job.paired.n_boot} resamples; new - reference; significant on each run's "
-            "objective):")
-        view = paired[["name", "features", "seed", "version", "delta_mse", "mse_ci_lower",
-                       "mse_ci_upper", "delta_r", "r_ci_lower", "r_ci_upper"]].copy()
-        view["significant"] = significance(paired)
-        say(text_table(view, digits=4))
+            f"objective{'; every row: ' + shared if shared else ''}):")
+        say(text_table(paired_view(paired, significance(paired), level)))
         for row in paired[paired["note"] != ""].itertuples(index=False):
             say(f"note: {row.label}: {row.note}")
     elif reference is not None and not skipped:

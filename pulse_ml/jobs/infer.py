@@ -9,7 +9,9 @@ two arms' lambdas chosen jointly to minimize the effect's variance, then shrunk 
 printed interval, never wider than naive; cluster-robust by user), the
 CI reduction, the feature comparison per arm and the labeled-vs-unlabeled shift. Writes
 effects.{json,csv,md}, forest.png, features.csv, label_shift.csv and report.html to ``output``
-and logs everything to MLflow experiment pulse-infer.
+and logs everything to MLflow experiment pulse-infer. In effects.csv/.json the PPI++ rows
+keep ``estimator = augmented`` (the value scripts and the MLflow metric names read); the
+terminal, effects.md, report.html and forest.png say PPI++.
 
 ``inference=randomization`` adds, beside the asymptotic interval, an exact randomization test
 and interval per case study: the randomized units (users when the case study declares
@@ -52,7 +54,7 @@ from pulse_ml.inference.effects import (
 from pulse_ml.inference.honest import PREDICTION_MODES, honest_data
 from pulse_ml.inference.randomization import INFERENCE_MODES, RandomizationSettings
 from pulse_ml.names import write_csv
-from pulse_ml.report.tables import level_pct, markdown_table, say, text_table
+from pulse_ml.report.tables import estimator_label, level_pct, markdown_table, say, text_table
 from pulse_ml.sessions.case_studies import CaseStudy, check_selected
 from pulse_ml.sessions.readers import is_simulated, load_ground_truth, read_frame
 
@@ -132,7 +134,8 @@ def write_outputs(job: InferJob, effects: pd.DataFrame, results: list[CaseStudyR
         header = f"# Effects ({meta['mode']} predictions, model {meta['model']})\n\n"
         if job.mode == "in_sample":
             header += f"> {IN_SAMPLE_WARNING}\n\n"
-        (out / "effects.md").write_text(header + markdown_table(effects, 4) + "\n")
+        shown = effects.assign(estimator=[estimator_label(e) for e in effects["estimator"]])
+        (out / "effects.md").write_text(header + markdown_table(shown, 4) + "\n")
         forest_plot(effects, out / "forest.png", truth or None,
                     title=f"Effects in {Path(job.data_path).name} (treatment − control)",
                     subtitle=f"model {meta['model']} (v{meta[keys.MODEL_VERSION]}, "
@@ -207,7 +210,8 @@ def printable(effects: pd.DataFrame, truth: dict[str, float],
     if alpha is None:
         alpha = effects.attrs.get("alpha", 0.05)
     view = pd.DataFrame({
-        "case_study": effects["case_study"], "estimator": effects["estimator"],
+        "case_study": effects["case_study"],
+        "estimator": [estimator_label(e) for e in effects["estimator"]],
         f"effect [{level_pct(alpha)}% CI]": [f"{e:+.3f} [{lo:+.3f}, {hi:+.3f}]" for e, lo, hi in
                             zip(effects["effect"], effects["ci_lower"], effects["ci_upper"],
                                 strict=True)],
@@ -297,7 +301,7 @@ def run_settings(job: InferJob) -> pd.DataFrame:
             say(f"note: {r.study.name}: {note}")
     if job.settings.reweight:
         say("note: reweight=true: labeled sessions are weighted by 1 / P(labeled | features, arm) "
-            "(cross-fitted, users kept together), so both the naive and the augmented effect "
+            "(cross-fitted, users kept together), so both the naive and the PPI++ effect "
             "correct a labeled-vs-unlabeled shift; see prediction_shift.csv.")
     for r in results:
         for warning in r.comparison.warnings:

@@ -76,23 +76,23 @@ def run(cfg: Node) -> dict:
         print("\n== infer with the champion")
         effects = infer_job.run_settings(replace(infer_settings, print_table=False))
     fams = pd.DataFrame([{
-        "family": r.family, "features": r.feature_set,
-        keys.CV_MSE: r.metrics.mse, "r": r.metrics.pearson,
+        "family": r.family, keys.CV_MSE: r.metrics.mse, "r": r.metrics.pearson,
         "vs_champion": "-" if r.paired is None else
         f"v{r.champion_version}: {r.paired.delta_mse:+.3f} [{r.paired.mse_ci_lower:+.3f}, "
         f"{r.paired.mse_ci_upper:+.3f}]",
-        "ci_red_%": 100 * r.ci_reduction,
+        "expected_ci_red_%": 100 * r.ci_reduction,
         "version": r.version or "-", "champion": r.promoted} for r in results])
     truth = load_ground_truth(str(cfg.data.path))
     print("\n== summary")
-    print(text_table(fams))
+    print(text_table(fams, digits_of={"expected_ci_red_%": 1}))
     rule = results[0].rule if results else ""
     first = bool(results) and results[0].promoted and results[0].promotion_reason.startswith(
         "no champion yet")
-    say("r = out-of-fold Pearson r; vs_champion = paired ΔMSE with the champion of that moment "
-        f"({level_pct(base.promotion.paired.alpha)}% user bootstrap); ci_red_% = expected CI "
-        "reduction at this data's N/n; "
-        "champion = promoted by this run (cv_mae and ± std are in `pulse-ml compare`).")
+    say(f"features '{base.features.name}'; r = out-of-fold Pearson r; vs_champion = paired ΔMSE "
+        f"with the champion of that moment ({level_pct(base.promotion.paired.alpha)}% user "
+        "bootstrap); expected_ci_red_% = the CI reduction this predictor should give at this "
+        "data's N/n (ci_red_% below: the one measured); champion = promoted by this run "
+        "(cv_mae and ± std are in `pulse-ml compare`).")
     say(f"promotion.rule={rule}: "
         + ("the first family became champion (there was none); " if first else "")
         + ("a family replaces the champion only if significantly better."

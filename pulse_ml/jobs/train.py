@@ -391,7 +391,7 @@ def run_settings(job: TrainSettings) -> TrainResult:
     say(note_lines(table.notes), end="")  # e.g. how many sessions have no text
     with cache_folder(job.text_cache):  # read by the text encoders (and tuning workers)
         result = train_family(table, spec, job)
-    say(summary(result))
+    print(summary(result))  # wrapped already; a second wrap would split its long commands
     return result
 
 

@@ -264,7 +264,7 @@ class LLMClient:
         Returns:
             One result per request, in order (cancelled ones carry ``error="Cancelled"``).
         """
-        from tqdm.auto import tqdm
+        from pulse_ml.report.progress import progress_bar
 
         usage = usage if usage is not None else Usage()
         semaphore = asyncio.Semaphore(self.cfg.concurrency)
@@ -272,7 +272,8 @@ class LLMClient:
         tasks = [asyncio.ensure_future(self.call(m, p, semaphore)) for m, p in requests]
         index = {t: i for i, t in enumerate(tasks)}
         results: list[CallResult | None] = [None] * len(tasks)
-        bar = tqdm(total=len(tasks), desc=desc, unit="call", disable=not progress, leave=False)
+        bar = progress_bar(total=len(tasks), desc=desc, unit="call", disable=not progress,
+                           leave=False)
         pending = set(tasks)
         try:
             while pending:

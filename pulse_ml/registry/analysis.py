@@ -125,8 +125,9 @@ def dataset_input(frame: pd.DataFrame, source: str,
 def run_line(run_id: str) -> str:
     """``MLflow run <id> in experiment pulse-infer: <UI address>`` (+ the UI hint, once)."""
     from pulse_ml.registry import links, runs
+    from pulse_ml.report.tables import address_lines, unbroken
 
-    hint = links.ui_hint_once()
-    return (f"MLflow run {run_id} in experiment {keys.INFER_EXPERIMENT}: "
-            f"{runs.run_link(run_id)}" + (f"\n{hint}" if hint else ""))
+    hint = links.ui_hint_once()  # its own line, never broken by the wrapper
+    return (address_lines(f"MLflow run {run_id} in experiment {keys.INFER_EXPERIMENT}:",
+                          runs.run_link(run_id)) + (f"\n{unbroken(hint)}" if hint else ""))
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from pulse_ml import keys
+from pulse_ml.report.tables import estimator_label
 
 MATCH_KEYS = (keys.MODEL_VERSION, keys.DATA_FINGERPRINT)  # a sibling result must match on both
 
@@ -121,7 +122,7 @@ def _matches(doc: Mapping, run: Mapping[str, object]) -> bool:
 def _nested_table(value: Mapping) -> pd.DataFrame:
     """``{name: {key: scalar}}`` as one row per name; ``{key: scalar}`` as one row."""
     if value and all(isinstance(v, Mapping) for v in value.values()):
-        return pd.DataFrame([{"": name, **{k: v for k, v in row.items()
+        return pd.DataFrame([{"": estimator_label(name), **{k: v for k, v in row.items()
                                              if not isinstance(v, Mapping | list)}}
                              for name, row in value.items()])
     return pd.DataFrame([{k: v for k, v in value.items() if not isinstance(v, Mapping | list)}])
@@ -171,6 +172,8 @@ def _sibling_sections(root: Path, run: Mapping[str, object]) -> list[dict]:
         if _matches(doc, run):
             frame = pd.read_csv(monitor)
             last = frame.sort_values("look").groupby(["case_study", "estimator"]).tail(1)
+            if "estimator" in last:
+                last = last.assign(estimator=[estimator_label(e) for e in last["estimator"]])
             sections.append({"title": "Monitoring (last look)", "note": _built(monitor),
                              "table": html_table(last)})
         else:
@@ -223,6 +226,8 @@ def inference_report(path: Path, effects: pd.DataFrame, meta: Mapping[str, objec
         columns[at:at] = ["ci_lower_randomization", "ci_upper_randomization",
                           "p_value_randomization"]
     view = effects[columns]  # ci_reduction_pct is NaN (a blank cell) on naive rows
+    if "estimator" in view:  # the page's word for the estimator: PPI++ (the files: augmented)
+        view = view.assign(estimator=[estimator_label(e) for e in view["estimator"]])
     sections = []
     if features is not None and len(features):
         sections.append({"title": "Features per arm", "note": "", "table": html_table(features)})

@@ -37,7 +37,7 @@ def forest_plot(effects: pd.DataFrame, path: Path, truth: dict[str, float] | Non
 def forest_figure(effects: pd.DataFrame, truth: dict[str, float] | None = None,
                   title: str = "Effect of each design change (treatment - control)",
                   subtitle: str | None = None, invalid: bool = False, alpha: float = 0.05):
-    """Naive vs augmented (PPI++) effect with its CI per case study, numbers printed beside.
+    """Naive vs PPI++ effect with its CI per case study, numbers printed beside.
 
     Each row is labeled "treatment − control" with the arm names; a filled marker means the
     interval excludes 0. ``invalid`` (in-sample predictions) watermarks the figure NOT VALID.
@@ -53,7 +53,7 @@ def forest_figure(effects: pd.DataFrame, truth: dict[str, float] | None = None,
     height = 2.2 + 0.9 * len(studies)
     fig, ax = plt.subplots(figsize=(10.5, height))
     styles = {"naive": ("#7f7f7f", -0.17, "naive (labeled sessions only)"),
-              "augmented": ("#1f77b4", 0.17, "augmented = PPI++ (labels + predictions)")}
+              "augmented": ("#1f77b4", 0.17, "PPI++ (labels + predictions)")}
     for est, (color, dy, label) in styles.items():
         sub = effects[effects["estimator"] == est].set_index("case_study").reindex(studies)
         ys = np.arange(len(studies)) + dy
@@ -221,7 +221,7 @@ def task_delta_scatter(deltas: pd.DataFrame, corr: pd.DataFrame, path: Path,
 
 
 def monitor_plot(frame: pd.DataFrame, stops: pd.DataFrame, path: Path, title: str) -> None:
-    """Fixed interval and confidence sequence over the days, naive and augmented (PPI++).
+    """Fixed interval and confidence sequence over the days, naive and PPI++.
 
     One row per case study, one column per estimator: the sequence as a light band, the fixed
     interval as a darker band inside it, the effect as a line, the zero line, and a dashed
@@ -232,7 +232,7 @@ def monitor_plot(frame: pd.DataFrame, stops: pd.DataFrame, path: Path, title: st
 
     studies = list(dict.fromkeys(frame["case_study"]))
     panels = (("naive", "naive (labeled only)", "#7f7f7f"),
-              ("augmented", "augmented = PPI++ (labels + predictions)", "#1f77b4"))
+              ("augmented", "PPI++ (labels + predictions)", "#1f77b4"))
     fig, axes = plt.subplots(len(studies), 2, figsize=(10, 2.6 * len(studies) + 0.8),
                              squeeze=False, sharex="row", sharey="row")
     for row, study in zip(axes, studies, strict=True):

@@ -324,10 +324,10 @@ def compare_arms(
             f"raters differ from non-raters in what the model sees: unlabeled minus labeled "
             f"mean prediction is {shift[0]:+.3f} (control) and {shift[1]:+.3f} (treatment), "
             f"up to {np.abs(shift).max() / res.naive_se[0]:.1f}x the effect's naive s.e. The "
-            f"augmented interval uses {how} (+{cost:.1f}% s.e.); if who rates depends on the "
+            f"PPI++ interval uses {how} (+{cost:.1f}% s.e.); if who rates depends on the "
             "features, reweight=true corrects the estimate itself.")
     if reduction < -1e-9:
-        notes.append(f"the augmented interval is {-reduction:.1f}% wider than the naive one: "
+        notes.append(f"the PPI++ interval is {-reduction:.1f}% wider than the naive one: "
                      "with these labels, tuning lambda costs more than the predictions give; "
                      "report the naive interval.")
     lam, m_aug = res.lam[0], res.mean_aug[0] + cy

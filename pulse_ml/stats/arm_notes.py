@@ -53,7 +53,7 @@ def refuse_degenerate(res: engine.EngineResult, clustered: bool) -> None:
     cluster-robust variance is 0 and an interval would claim certainty from no information.
     """
     arms_se = float(np.hypot(*res.se_naive_arm[0]))
-    for name, se in (("naive", res.naive_se[0]), ("augmented", res.aug_se[0])):
+    for name, se in (("naive", res.naive_se[0]), ("PPI++", res.aug_se[0])):
         if arms_se > 0 and se <= DEGENERATE * arms_se:
             who = (f"its {int(res.g_lab_union[0])} labeled users" if clustered
                    else "its labeled sessions")
@@ -97,7 +97,7 @@ def notes(res: engine.EngineResult, clustered: bool, small_sample: bool) -> list
             notes.append(f"{arm} arm: only {who} (< {MIN_LABELS}): {fix}.")
         if small_sample and g < engine.MIN_TUNE_CLUSTERS:
             notes.append(f"{arm} arm: {g} labeled {unit} are too few to tune lambda "
-                         f"(< {engine.MIN_TUNE_CLUSTERS}); its augmented estimate is the naive "
+                         f"(< {engine.MIN_TUNE_CLUSTERS}); its PPI++ estimate is the naive "
                          "one.")
         few_users = clustered and g_unl < MIN_UNLABELED_USERS
         if n_unl < MIN_UNLABELED or few_users:

@@ -311,7 +311,7 @@ def audit_halves(
                 **naive_opts, "small_sample": small_sample, "lam_mode": lam_mode})
             if not lam.any():
                 checks_pre.append("bias check: the analysis uses lambda = 0 on these data (its "
-                                  "augmented estimate is the naive one): no bias from the "
+                                  "PPI++ estimate is the naive one): no bias from the "
                                   "predictions to check")
                 is_naive = True
         halves = _fixed_lambda_halves(arms, clustered, mask, units, lam, weighted)

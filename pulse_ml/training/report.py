@@ -6,6 +6,7 @@ the model version; :class:`TrainResult` is what one train call produced.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,11 +14,11 @@ import pandas as pd
 
 from pulse_ml import keys
 from pulse_ml.redact import redact_uri
-from pulse_ml.report.tables import text_table, wrap_lines
+from pulse_ml.report.tables import address_lines, text_table, unbroken, wrap_lines
 from pulse_ml.stats.paired import PairedComparison
 from pulse_ml.training.family import FamilyFit
 from pulse_ml.training.metrics import CVMetrics
-from pulse_ml.training.paired import paired_sentence
+from pulse_ml.training.paired import difference, paired_sentence
 from pulse_ml.training.tuning import TuningSettings
 
 
@@ -104,6 +105,10 @@ def summary(result: TrainResult, model_name: str, version_url: str | None = None
             ui_hint: str | None = None) -> str:
     """The end-of-run summary: metrics, the paired comparison, promotion, where to look.
 
+    Each fact once: the paired comparison on its own line (the promotion line refers to it), the
+    study's name once (in the command that adds trials to it), addresses and the UI command
+    never broken across lines.
+
     Args:
         result: What the train call produced.
         model_name: The registered model's name.
@@ -119,29 +124,56 @@ def summary(result: TrainResult, model_name: str, version_url: str | None = None
     }])
     params = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                        for k, v in result.best_params.items())
-    lines = [text_table(row), "", f"best params: {params or '(none: no search space)'}"]
+    lines = [text_table(row, digits_of={"time_s": 1}), "",
+             f"best params: {params or '(none: no search space)'}"]
     if result.selection_free is not None:
         lines.append(_selection_free_sentence(result.selection_free, m))
+    reason = result.promotion_reason
     if result.paired is not None:  # the difference the decision used first (the objective)
-        p, versus = result.paired, f"champion v{result.champion_version}"
+        p = result.paired
         other = (f"ΔMSE = {p.delta_mse:+.4f} [{p.mse_ci_lower:+.4f}, {p.mse_ci_upper:+.4f}]"
                  if result.objective == keys.CV_PEARSON else
                  f"Δr = {p.delta_r:+.4f} [{p.r_ci_lower:+.4f}, {p.r_ci_upper:+.4f}]")
-        lines.append(f"vs {versus}: {paired_sentence(p, result.objective, versus)}; {other}")
+        lines.append(f"vs champion v{result.champion_version}: "
+                     f"{paired_sentence(p, result.objective, 'champion')}; {other}")
+        reason = _without_paired(reason, p, result.objective)
     lines.append(f"expected CI reduction with this predictor: {100 * result.ci_reduction:.1f}% "
                  f"at this data's N/n = {result.n_unlabeled / max(result.n_labeled, 1):.1f} "
                  f"({result.n_labeled:,} labeled, {result.n_unlabeled:,} unlabeled); "
                  f"{100 * result.ci_reduction_ref:.1f}% at N/n = {result.ci_ratio_ref:g}")
     lines.append(f"champion (rule {result.rule}): "
-                 f"{'yes, the new champion' if result.promoted else 'no'} — "
-                 f"{result.promotion_reason}")
-    if result.version:
-        lines.append(f"registered: version {result.version} of {model_name}"
-                     + (f" ({version_url})" if version_url else ""))
+                 f"{'yes, the new champion' if result.promoted else 'no'} — {reason}")
     if result.storage:
-        lines.append(f"study: {result.study_name} in {redact_uri(result.storage)} (add trials with "
-                     f"tuning.study_name={result.study_name})")
-    lines.append(f"MLflow run: {result.run_url}")
+        lines.append(study_line(result.study_name, result.storage))
+    if result.version:
+        lines.append(address_lines(f"registered: version {result.version} of {model_name}"
+                                   + (":" if version_url else ""), version_url or ""))
+    lines.append(address_lines("MLflow run:", result.run_url))
     if ui_hint:
-        lines.append(ui_hint)
-    return wrap_lines("\n".join(lines))
+        lines.append(unbroken(ui_hint))
+    return wrap_lines("\n".join(line.rstrip() for line in lines))
+
+
+def _without_paired(reason: str, paired: PairedComparison, objective: str) -> str:
+    """The promotion reason with its paired sentence (printed on the line above) named only."""
+    import re
+
+    head, tail = paired_sentence(paired, objective, "\0").split("\0")
+    label = difference(paired, objective)[0]
+    return re.sub(re.escape(head) + r".*?" + re.escape(tail),
+                  lambda _: f"the {label} interval above", reason, count=1)
+
+
+def study_line(name: str, storage: str) -> str:
+    """How to add trials to the study, its name said once.
+
+    With ``tuning.storage=auto`` the journal file is named after the study; another storage is
+    part of the command.
+    """
+    folder, file = os.path.split(storage)
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)
+    if file == f"{safe}.journal" and os.path.basename(folder) == "optuna":  # storage=auto
+        return (f"study: add trials with {unbroken(f'tuning.study_name={name}')} (journal in "
+                f"{redact_uri(folder)}/)")
+    command = f"tuning.storage={redact_uri(storage)} tuning.study_name={name}"
+    return f"study: add trials with {unbroken(command)}"

@@ -238,7 +238,8 @@ def run_study(settings: TuningSettings, study_name: str, objective: CVObjective,
     import time
 
     import optuna
-    from tqdm.auto import tqdm
+
+    from pulse_ml.report.progress import progress_bar
 
     if settings.objective not in OBJECTIVES:
         raise PulseError(f"objective={settings.objective}: use one of {', '.join(OBJECTIVES)}.")
@@ -267,8 +268,8 @@ def run_study(settings: TuningSettings, study_name: str, objective: CVObjective,
                             args=(settings, study_name, i, tagged, shares[i]))
             p.start()
             procs.append(p)
-    bar = tqdm(total=shares[0], desc=f"tuning {objective.spec.name}", unit="trial",
-               disable=not progress, leave=True, ncols=100)
+    bar = progress_bar(total=shares[0], desc=f"tuning {objective.spec.name}", unit="trial",
+                       disable=not progress, leave=True)
 
     def _update(study, trial):
         bar.update(1)

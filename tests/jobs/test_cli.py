@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -154,23 +155,36 @@ def test_typos_get_did_you_mean(args, hint, pulse_home, cli):
 def test_every_verb_fits_100_columns_on_the_demo(small_demo, pulse_home, cli, tmp_path):
     """pipeline, train, infer, compare, audit and plan print nothing wider than 100 columns.
 
-    The pipeline runs with its progress output on and alpha 0.1, so its tables and footnote
-    must say 90%.
+    The pipeline runs with its progress output on (into a pipe, ``COLUMNS=100``: its bars'
+    frames, split at ``\\r``, count too) and alpha 0.1, so its tables and footnote must say
+    90%. Per family one paired line and the study's name once; one name for the estimator.
     """
     own = tmp_path / "pipeline_home"  # its own store: its versions do not enter `compare` below
     (own / "mlruns").mkdir(parents=True)
     res = cli("pipeline", f"data.path={small_demo}", "families=[mean,lightgbm]",
               "tuning.n_trials=2", "promotion.n_boot=200", "promotion.alpha=0.1",
               "infer.alpha=0.1", f"infer.output={own / 'pipe'}",
-              env={"PULSE_HOME": str(own),
+              env={"PULSE_HOME": str(own), "COLUMNS": "100",
                    "MLFLOW_TRACKING_URI": f"sqlite:///{own / 'mlruns' / 'mlflow.db'}"})
     assert res.returncode == 0, res.stderr
     assert "== summary" in res.stdout and (own / "pipe" / "effects.csv").is_file()
     lines = (res.stdout + res.stderr).splitlines()
     assert [line for line in lines if len(line) > 100 and " " in line.strip()] == []
+    assert "tuning lightgbm" in res.stderr  # the bars were drawn (and measured above)
     text = " ".join(res.stdout.split())  # footnotes wrap at 100 columns
     assert "effect [90% CI]" in text and "(90% user bootstrap)" in text
     assert "95%" not in text
+    family = text[text.index("train lightgbm"):text.index("== infer")]
+    assert family.count("ΔMSE (new - champion)") == 1 and family.count("study_name=") == 1
+    study = family.split("study_name=")[1].split()[0]
+    assert family.count(study) == 1
+    assert "expected_ci_red_%" in text and " PPI++ " in text and " augmented " not in text
+    out = res.stdout.splitlines()
+    heads = [i for i, line in enumerate(out) if line.startswith("family") and "time_s" in line]
+    assert len(heads) == 2  # one train table per family: seconds with one decimal
+    for i in heads:
+        at = out[i].split().index("time_s")
+        assert re.fullmatch(r"\d+\.\d", out[i + 2].split()[at]), out[i + 2]
     runs = [
         ("train", f"data.path={small_demo}", "model=lightgbm", "tuning.n_trials=2"),
         ("infer", f"data.path={small_demo}", "permutations=200"),

@@ -56,7 +56,10 @@ def test_pairing_users_folds_references_and_stale_outputs(small_demo, pulse_home
     by_run = paired.set_index("run_id")
     assert by_run.loc[pearson.run_id, "significant"].endswith("(Δr)")  # its objective
     assert by_run.loc[v2.run_id, "significant"] == "no (ΔMSE)"  # the same model: Δ = 0
-    assert "ci_red_ref_%" in text.split("(the full table")[0]  # the column the legend explains
+    head = text.split("the full table")[0]  # the columns the legend explains
+    assert "expected_ci_red_%" in head and "at_N/n=20" in head
+    wide = [line for line in text.splitlines() if len(line) > 100 and " " in line.strip()]
+    assert wide == [], text  # the paired table too
 
     # runs logged before user ids: users come from their training table ...
     for run in (v1, v2, pearson):

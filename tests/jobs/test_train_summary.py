@@ -26,8 +26,8 @@ def _result(objective: str) -> train.TrainResult:
 
 
 @pytest.mark.parametrize(("objective", "first", "second"),
-                         [("cv_mse", "ΔMSE (new - champion v1)", "Δr ="),
-                          ("cv_pearson", "Δr (new - champion v1)", "ΔMSE =")])
+                         [("cv_mse", "ΔMSE (new - champion)", "Δr ="),
+                          ("cv_pearson", "Δr (new - champion)", "ΔMSE =")])
 def test_paired_sentence_follows_the_objective(objective, first, second, pulse_home):
     text = " ".join(train.summary(_result(objective)).split())
     line = text[text.index("vs champion v1:"):]

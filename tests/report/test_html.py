@@ -87,3 +87,23 @@ def test_no_sibling_result_matches_another_data_fingerprint(tmp_path):
                             {"alpha": 0.05, "model_version": "3", "data_fingerprint": "xyz"},
                             {}, results_root=tmp_path).read_text()
     assert "Audit: plan" not in page and "audit_plan.json" in page
+
+
+def test_people_read_ppi_plus_plus_where_the_files_say_augmented(tmp_path):
+    """One name for the estimator: the page, the terminal view and the plot say PPI++."""
+    from pulse_ml.jobs.infer import printable
+    from pulse_ml.report.plots import forest_figure
+
+    identity = {"model_version": "3", "data_fingerprint": "abc"}
+    _siblings(tmp_path, identity)
+    page = inference_report(tmp_path / "infer" / "report.html", _effects(),
+                            {"alpha": 0.05, **identity}, {}, results_root=tmp_path).read_text()
+    cells = page.split('id="effects"')[1].split("</table>")[0]
+    assert ">PPI++<" in cells and "augmented" not in cells
+    audit = page.split("Audit: plan")[1]
+    assert ">PPI++<" in audit.split("</table>")[0]  # the split-half row of the PPI++ method
+    assert list(printable(_effects(), {})["estimator"]) == ["naive", "PPI++"]
+    fig = forest_figure(_effects())
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any(label.startswith("PPI++") for label in labels)
+    assert not any("augmented" in label for label in labels)
