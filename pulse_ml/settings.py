@@ -151,7 +151,8 @@ _RESERVED_TAGS = frozenset(v for k, v in vars(keys).items() if k.isupper() and i
 def run_labels(cfg: Node, verb: str) -> RunLabels:
     """``experiment``, ``run_name`` and ``tags`` of a verb that logs runs (read once, checked).
 
-    ``tags`` is a mapping: ``tags.team=search`` or ``'tags={team: search, ticket: 42}'``.
+    ``tags`` is a mapping: ``tags.team=search`` or ``'tags={team: search, ticket: 42}'``; a
+    dotted name (``tags.team.lead=ana``) is one tag, ``team.lead``.
 
     Raises:
         PulseError: an empty or over-long name, a tag that is not a plain value, or a tag
@@ -169,8 +170,7 @@ def run_labels(cfg: Node, verb: str) -> RunLabels:
         raise PulseError(f"pulse-ml {verb}: tags={str(raw)[:60]!r} is not a mapping; use "
                          "tags.team=search or 'tags={team: search, ticket: 42}'.")
     tags = []
-    for key, value in raw.items():
-        key = str(key)
+    for key, value in _dotted(raw):
         if key in _RESERVED_TAGS or key.startswith("mlflow."):
             raise PulseError(f"pulse-ml {verb}: tags.{key}: pulse-ml sets the tag '{key}' "
                              "itself (its run lookups read it); choose another tag name.")
@@ -181,6 +181,17 @@ def run_labels(cfg: Node, verb: str) -> RunLabels:
         tags.append((key, str(value).lower() if isinstance(value, bool) else str(value)))
     return RunLabels(experiment=name("experiment", 250), run_name=name("run_name", 250),
                      tags=tuple(tags))
+
+
+def _dotted(node: Mapping, prefix: str = "") -> list[tuple[str, Any]]:
+    """``(name, value)`` pairs of a mapping, nested keys joined by dots (``tags.team.lead=x``)."""
+    out = []
+    for key, value in node.items():
+        if isinstance(value, Mapping) and value:
+            out += _dotted(value, f"{prefix}{key}.")
+        else:
+            out.append((f"{prefix}{key}", value))
+    return out
 
 
 def load_table(cfg: Node, path: str | None = None):

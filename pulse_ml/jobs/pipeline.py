@@ -63,8 +63,9 @@ def run(cfg: Node) -> dict:
     results = []
     for i, spec in enumerate(specs, 1):
         print(f"\n== [{i}/{len(specs)}] train {spec.name}")
-        results.append(train_job.run_settings(replace(base, model=spec, run=base.run.suffixed(
-            spec.name), simulate_if_missing=False)))
+        job = replace(base, model=spec, simulate_if_missing=False,
+                      run=base.run.suffixed(spec.name))  # run_name=x: x-<family>
+        results.append(train_job.run_settings(job))
     no_champion = champion_version() is None
     if no_champion:  # promotion.rule=manual (or promote=never) and nothing promoted before
         versions = ", ".join(r.version for r in results if r.version) or "none"

@@ -252,8 +252,7 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
         runs.log_dataset(labeled[["session_id", "user_id", "rating", *table.features.names]],
                          table.path, f"{Path(table.path).stem} (labeled, {table.features.name})",
                          fp, "training")
-        logger = trials.TrialLogger(run_id, runs.active_experiment_id(), spec.name,
-                                    objective)
+        logger = trials.TrialLogger(run_id, runs.active_experiment_id(), spec.name, objective)
         fit = tune_family(table, spec, tuning, progress=job.progress, on_trial=logger,
                           invocation=run_id)
         logger.mark_best(fit.best_number)
