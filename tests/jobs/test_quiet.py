@@ -27,12 +27,16 @@ def library_lines(stderr: str) -> list[str]:
 
 
 def test_train_and_infer_on_the_demo_print_no_library_warning(small_demo, pulse_home, cli):
-    res = cli("train", f"data.path={small_demo}", "model=lightgbm", "tuning.n_trials=1",
+    # every user one session, as in the USS example: user-grouped CV falls back to KFold
+    # (which printed scikit-learn's "groups parameter is ignored by KFold" per trial and fold)
+    table = pd.read_parquet(small_demo)
+    path = pulse_home / "one_session_users.parquet"
+    table.assign(user_id="u-" + table["session_id"].astype(str)).to_parquet(path, index=False)
+    res = cli("train", f"data.path={path}", "model=lightgbm", "tuning.n_trials=1",
               "progress=false")
     assert res.returncode == 0, res.stdout + res.stderr
     assert library_lines(res.stderr) == [], res.stderr
-    res = cli("infer", f"data.path={small_demo}", "permutations=200",
-              f"output={pulse_home / 'inf'}")
+    res = cli("infer", f"data.path={path}", "permutations=200", f"output={pulse_home / 'inf'}")
     assert res.returncode == 0, res.stdout + res.stderr
     assert library_lines(res.stderr) == [], res.stderr
 
