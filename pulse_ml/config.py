@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from pulse_ml.config_check import FILE_GROUPS, flat_keys
+from pulse_ml.config_check import FILE_GROUPS, FREE_MAPPINGS, flat_keys
 from pulse_ml.env.faults import shorten
 from pulse_ml.env.paths import conf_dir, project_root
 from pulse_ml.errors import PulseError
@@ -137,6 +137,8 @@ def compose(verb: str, overrides: list[str] | None = None,
 
     _register_resolvers()
     kept, files = _split_file_overrides(list(overrides or []))
+    # keys of the user's under a free mapping (tags.team=x, tags={team: x}): added or replaced
+    kept = [f"++{o}" if o.partition("=")[0].split(".")[0] in FREE_MAPPINGS else o for o in kept]
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3",

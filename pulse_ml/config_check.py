@@ -26,6 +26,9 @@ FILE_GROUPS = ("features", "model", "judge", "labeler")
 # Groups whose values are passed through free-form (estimator and feature options): not
 # type-checked by quick_check.
 _FREE_GROUPS = ("features", "model")
+# Mappings whose keys are the user's (``tags.team=search``): any key below them is accepted,
+# and ``config.compose`` adds it (Hydra would want ``+tags.team=...``).
+FREE_MAPPINGS = ("tags",)
 # Numeric settings that also take a word (checked by the job).
 _WORDS = {("plan", "design_effect"): ("estimate",)}
 
@@ -138,6 +141,8 @@ def quick_check(verb: str, overrides: list[str]) -> None:
         key, sep, value = item.partition("=")
         if not sep or key.startswith(("+", "~")):
             continue
+        if key.split(".")[0] in FREE_MAPPINGS and "." in key and key.split(".")[0] in keys:
+            continue  # a tag name of the user's (tags.team=search)
         if key.split(".")[0] in FILE_GROUPS and "." in key:  # the group may be a YAML file
             problem = (key in keys and key.split(".")[0] not in _FREE_GROUPS
                        and _type_problem(verb, key, value, _select(tree, key)))

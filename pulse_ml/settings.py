@@ -12,11 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
+from pulse_ml import keys
 from pulse_ml.config import Node, is_missing, names, number, text
 from pulse_ml.errors import PulseError
 from pulse_ml.llm.config import LLMConfig
 from pulse_ml.sessions.case_studies import CaseStudy, load_configured
 from pulse_ml.sessions.feature_sets import FeatureSet, feature_set_from_mapping
+from pulse_ml.settings_choices import check_choices
 
 if TYPE_CHECKING:
     from pulse_ml.simulate.spec import SimulateSettings
@@ -65,6 +67,8 @@ BOUNDS: dict[str, dict[str, Bound]] = {
               "split_half.replications": Bound(10, None, integer=True)},
     "pipeline": {"infer.alpha": _SHARE},
 }
+# The verbs whose runs take ``experiment``, ``run_name`` and ``tags`` (conf/tracking/run.yaml).
+RUN_VERBS = ("train", "pipeline", "infer", "monitor", "audit")
 # The key naming the case studies to analyse (``all``, a name or a list), by verb.
 CASE_STUDY_KEYS = {"infer": "case_studies", "monitor": "case_study", "audit": "case_study"}
 
@@ -98,6 +102,7 @@ def check_early(verb: str, cfg: Node) -> None:
     Raises:
         PulseError: naming the key, the value and what is allowed.
     """
+    check_choices(verb, cfg)  # a word of a choice setting (inference=, tuning.sampler=, ...)
     asymptotic = str(cfg.get("inference", "asymptotic")) == "asymptotic"
     for key in BOUNDS.get(verb, {}):
         if not (verb == "infer" and asymptotic and key.startswith("randomization.")):
@@ -106,6 +111,87 @@ def check_early(verb: str, cfg: Node) -> None:
         audit_case_study(cfg)
     if verb in (*CASE_STUDY_KEYS, "pipeline", "validate"):
         case_study_config(cfg)  # every case-study YAML file and folder
+    if verb in RUN_VERBS:
+        run_labels(cfg, verb)  # experiment, run_name, tags
+
+
+@dataclass(frozen=True)
+class RunLabels:
+    """Where a verb's MLflow runs go and what they are called, as set on the command line.
+
+    ``experiment=...``, ``run_name=...`` and ``tags.<name>=...`` (conf/tracking/run.yaml).
+
+    Attributes:
+        experiment: The MLflow experiment; None = the verb's own (``pulse-train`` for train
+            and pipeline's family runs, ``pulse-infer`` for infer, monitor and audit).
+        run_name: The run's name; None = ``<what>-<first 8 characters of the run id>``,
+            unique (``lightgbm-all-3f2a9c1e``).
+        tags: Extra run tags ``(name, value)``, set beside pulse-ml's own.
+    """
+
+    experiment: str | None = None
+    run_name: str | None = None
+    tags: tuple[tuple[str, str], ...] = ()
+
+    def experiment_or(self, default: str) -> str:
+        """The chosen experiment, else ``default``."""
+        return self.experiment or default
+
+    def suffixed(self, part: str) -> RunLabels:
+        """The labels of one of several runs of a command: ``run_name-<part>`` when named."""
+        from dataclasses import replace
+
+        return replace(self, run_name=f"{self.run_name}-{part}" if self.run_name else None)
+
+
+# Tag names pulse-ml writes itself (its lookups read them): not settable with tags.<name>.
+_RESERVED_TAGS = frozenset(v for k, v in vars(keys).items() if k.isupper() and isinstance(v, str))
+
+
+def run_labels(cfg: Node, verb: str) -> RunLabels:
+    """``experiment``, ``run_name`` and ``tags`` of a verb that logs runs (read once, checked).
+
+    ``tags`` is a mapping: ``tags.team=search`` or ``'tags={team: search, ticket: 42}'``; a
+    dotted name (``tags.team.lead=ana``) is one tag, ``team.lead``.
+
+    Raises:
+        PulseError: an empty or over-long name, a tag that is not a plain value, or a tag
+            name that pulse-ml writes itself (``kind``, ``family``, ``mlflow.*``, ...).
+    """
+    def name(key: str, limit: int) -> str | None:
+        value = text(cfg, key)
+        if value is not None and (not value.strip() or len(value) > limit or "\n" in value):
+            raise PulseError(f"pulse-ml {verb}: {key}={value[:60]!r}: give a name of 1 to "
+                             f"{limit} characters on one line, or leave it unset.")
+        return value.strip() if value is not None else None
+
+    raw = cfg.get("tags") or {}
+    if not isinstance(raw, Mapping):
+        raise PulseError(f"pulse-ml {verb}: tags={str(raw)[:60]!r} is not a mapping; use "
+                         "tags.team=search or 'tags={team: search, ticket: 42}'.")
+    tags = []
+    for key, value in _dotted(raw):
+        if key in _RESERVED_TAGS or key.startswith("mlflow."):
+            raise PulseError(f"pulse-ml {verb}: tags.{key}: pulse-ml sets the tag '{key}' "
+                             "itself (its run lookups read it); choose another tag name.")
+        if isinstance(value, Mapping | list) or value is None or len(key) > 250:
+            raise PulseError(f"pulse-ml {verb}: tags.{key[:60]}={str(value)[:60]!r}: a tag is "
+                             "a short name (<= 250 characters) and one plain value, e.g. "
+                             "tags.team=search.")
+        tags.append((key, str(value).lower() if isinstance(value, bool) else str(value)))
+    return RunLabels(experiment=name("experiment", 250), run_name=name("run_name", 250),
+                     tags=tuple(tags))
+
+
+def _dotted(node: Mapping, prefix: str = "") -> list[tuple[str, Any]]:
+    """``(name, value)`` pairs of a mapping, nested keys joined by dots (``tags.team.lead=x``)."""
+    out = []
+    for key, value in node.items():
+        if isinstance(value, Mapping) and value:
+            out += _dotted(value, f"{prefix}{key}.")
+        else:
+            out.append((f"{prefix}{key}", value))
+    return out
 
 
 def load_table(cfg: Node, path: str | None = None):

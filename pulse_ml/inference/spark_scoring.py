@@ -15,6 +15,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from pulse_ml import keys
 from pulse_ml.errors import PulseError
@@ -44,11 +45,36 @@ def require_pyspark() -> None:
         raise PulseError(SPARK_MISSING) from None
 
 
+# pyspark 4 warns, once per Python process (the driver and every worker), that pandas 3 is not
+# fully supported; scoring uses Arrow batches of plain float columns, which it supports.
+PANDAS_WARNING = "PySpark does not yet fully support pandas"
+LOG4J2 = Path(__file__).with_name("spark_log4j2.properties")
+
+
+def quiet_settings() -> dict[str, str]:
+    """Spark settings that keep its start-up chatter and the pandas warning off stderr.
+
+    The JVM logs errors only (``spark_log4j2.properties``, unless ``SPARK_CONF_DIR`` names the
+    user's own logging), no console progress bar, and the Python workers inherit a
+    ``PYTHONWARNINGS`` filter for the pandas-version warning (the driver filters it itself).
+    """
+    ignore = f"ignore:{PANDAS_WARNING}:FutureWarning"
+    own = os.environ.get("PYTHONWARNINGS")
+    conf = {"spark.ui.showConsoleProgress": "false",
+            "spark.executorEnv.PYTHONWARNINGS": f"{own},{ignore}" if own else ignore}
+    if not os.environ.get("SPARK_CONF_DIR") and LOG4J2.is_file():
+        conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={LOG4J2.as_uri()}"
+    return conf
+
+
 def spark_session(master: str | None = None, app_name: str = "pulse-ml score"):
     """A Spark session: ``master`` or ``$SPARK_MASTER``, else local mode on every core."""
     require_pyspark()
+    import warnings
+
     from pyspark.sql import SparkSession
 
+    warnings.filterwarnings("ignore", message=PANDAS_WARNING, category=FutureWarning)
     master = master or os.environ.get("SPARK_MASTER") or "local[*]"
     builder = (SparkSession.builder.master(master).appName(app_name)
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")
@@ -56,7 +82,11 @@ def spark_session(master: str | None = None, app_name: str = "pulse-ml score"):
                .config("spark.sql.shuffle.partitions", "4")
                # one Python worker per core already: one native thread per fold predict
                .config("spark.executorEnv.PULSE_PREDICT_THREADS", "1"))
-    return builder.getOrCreate()
+    for key, value in quiet_settings().items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")  # also when the session existed already
+    return spark
 
 
 def _refuse_csv(path: str) -> None:

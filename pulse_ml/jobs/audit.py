@@ -63,6 +63,7 @@ class AuditSettings:
     output: Path
     progress: bool
     log_mlflow: bool = True
+    run: shared.RunLabels = shared.RunLabels()  # experiment, run_name, tags
 
 
 def settings_from_config(cfg: Node) -> AuditSettings:
@@ -82,7 +83,7 @@ def settings_from_config(cfg: Node) -> AuditSettings:
             clusters=choice(cfg, "clusters", "audit", CLUSTER_MODES) == "user_id", seed=seed),
         case_studies=shared.case_study_config(cfg), output=Path(str(cfg.output)),
         progress=flag(cfg, "progress", "audit", True),
-        log_mlflow=flag(cfg, "log_mlflow", "audit", True))
+        log_mlflow=flag(cfg, "log_mlflow", "audit", True), run=shared.run_labels(cfg, "audit"))
 
 
 def _verdict_sentence(a) -> str:
@@ -244,5 +245,5 @@ def _log_run(job: AuditSettings, result, check, files: list[Path], version, raw)
                      f"({job.split_half_replications} splits; verdict "
                      f"{result.verdict}) and labeled-vs-unlabeled consistency check "
                      f"({job.replications} hidings), {job.mode} predictions, model "
-                     f"`{job.model_uri}`."))
+                     f"`{job.model_uri}`."), labels=job.run)
     say(run_line(run_id))

@@ -64,6 +64,7 @@ class CompareSettings:
     paired: PairedSettings
     ci_ratio: float
     users_from: str | None = None  # a session table with session_id, user_id (old runs)
+    experiment: str = keys.TRAIN_EXPERIMENT  # where train (experiment=...) logged the runs
 
 
 def settings_from_config(cfg: Node) -> CompareSettings:
@@ -84,7 +85,8 @@ def settings_from_config(cfg: Node) -> CompareSettings:
             alpha=number(cfg, "paired.alpha", "compare", 0, 0.5, open_interval=True),
             seed=number(cfg, "paired.seed", "compare", integer=True)),
         ci_ratio=number(cfg, "ci_reduction.unlabeled_ratio", "compare", 0, None),
-        users_from=text(cfg, "users_from"))
+        users_from=text(cfg, "users_from"),
+        experiment=text(cfg, "experiment") or keys.TRAIN_EXPERIMENT)
 
 
 def _reference(reference: str | None):
@@ -239,12 +241,12 @@ def run(cfg: Node) -> pd.DataFrame:
     check_outputs("compare", [("output", job.output, "folder")], [("users_from", job.users_from)],
                   tracking.store_locations())
     none = PulseError(f"no finished model-family or LLM-judge runs in experiment "
-                      f"'{keys.TRAIN_EXPERIMENT}' at {tracking.tracking_uri()}. Run "
+                      f"'{job.experiment}' at {tracking.tracking_uri()}. Run "
                       "`pulse-ml train` (or `pulse-ml judge`) first.")
     uri = tracking.tracking_uri()
     if (db := sqlite_file(uri)) is not None and not db.is_file():
         raise none  # reading must not create an empty store
-    runs = registry_runs.finished_runs()
+    runs = registry_runs.finished_runs(experiment=job.experiment)
     if job.data_fingerprint and len(runs):
         fp = runs[tag_column(keys.DATA_FINGERPRINT)].astype(str)
         judges = runs[tag_column(keys.KIND)] == keys.KIND_JUDGE  # judges have no feature data

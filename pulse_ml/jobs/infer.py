@@ -58,9 +58,9 @@ from pulse_ml.report.tables import estimator_label, level_pct, markdown_table, s
 from pulse_ml.sessions.case_studies import CaseStudy, check_selected
 from pulse_ml.sessions.readers import is_simulated, load_ground_truth, read_frame
 
-IN_SAMPLE_WARNING = ("WARNING: ppi.predictions=in_sample predicts labeled sessions with a model "
-                     "that was trained on them (the paper's procedure). The rectifier is overfit, "
-                     "so these intervals are too narrow and NOT valid. Use the default "
+IN_SAMPLE_WARNING = ("WARNING: ppi.predictions=in_sample: these intervals are too narrow and NOT "
+                     "valid. The labeled sessions were predicted by a model trained on them (the "
+                     "paper's procedure), so the rectifier is overfit. Use the default "
                      "ppi.predictions=crossfit for decisions.")
 
 
@@ -78,6 +78,7 @@ class InferJob:
     only: list[str] | None
     print_table: bool = True  # pipeline prints it once, in its summary
     inference: str = "asymptotic"
+    run: shared.RunLabels = shared.RunLabels()  # experiment, run_name, tags
 
 
 def settings_from_config(cfg: Node) -> InferJob:
@@ -108,7 +109,7 @@ def settings_from_config(cfg: Node) -> InferJob:
                                    randomization=rand),
         output=Path(str(cfg.output)), log_mlflow=flag(cfg, "log_mlflow", "infer"),
         case_studies=shared.case_study_config(cfg), only=shared.selected_case_studies(cfg),
-        inference=inference)
+        inference=inference, run=shared.run_labels(cfg, "infer"))
 
 
 def json_records(frame: pd.DataFrame) -> list[dict]:
@@ -193,7 +194,28 @@ def log_run(job: InferJob, effects: pd.DataFrame, files: list[Path], version, me
                      f"{meta[keys.MODEL_FAMILY]}, features `{meta[keys.FEATURE_SET]}`) on "
                      f"`{Path(job.data_path).name}`"
                      + ("; intervals NOT valid (in-sample predictions)"
-                        if job.mode == "in_sample" else "") + "."))
+                        if job.mode == "in_sample" else "") + "."), labels=job.run)
+
+
+def shift_warnings(shifted: list) -> list[str]:
+    """One warning per case study and feature, naming the levels of a categorical feature.
+
+    A categorical feature is tested level by level (the share of sessions at each level), so
+    one that shifts shows two or more levels with opposite signs: they are one line.
+    """
+    grouped: dict[tuple[str, str], list] = {}
+    for name, row in shifted:
+        grouped.setdefault((name, row.feature), []).append(row)
+    lines = []
+    for (name, feature), rows in grouped.items():
+        levels = [r for r in rows if isinstance(r.level, str)]
+        what = (f"'{feature}' (rank-biserial {rows[0].rank_biserial:+.2f})" if not levels else
+                f"'{feature}' (share of sessions at each level, rank-biserial: "
+                + ", ".join(f"{r.level} {r.rank_biserial:+.2f}" for r in levels) + ")")
+        lines.append(f"warning: {name}: labeled sessions differ from unlabeled ones in {what}; "
+                     "PPI assumes they are alike — see label_shift.csv, or correct it with "
+                     "reweight=true.")
+    return lines
 
 
 def printable(effects: pd.DataFrame, truth: dict[str, float],
@@ -261,8 +283,6 @@ def run_settings(job: InferJob) -> pd.DataFrame:
     if not table.case_studies:
         raise PulseError(f"{job.data_path}: no two-arm case study in column 'case_study'. Fill "
                          "case_study/condition for the sessions of each A/B test.")
-    if job.mode == "in_sample":
-        print(IN_SAMPLE_WARNING, file=sys.stderr)
     results = [analyse(table, preds, study, job.settings) for study in table.case_studies]
     effects = effects_frame(results)
     truth = load_ground_truth(job.data_path)
@@ -316,13 +336,11 @@ def run_settings(job: InferJob) -> pd.DataFrame:
             f"{len(shifted)} case stud{'y shows' if len(shifted) == 1 else 'ies show'} a "
             f"labeled-vs-unlabeled shift in {', '.join(cols)} (expected; see label_shift.csv).")
     else:
-        for name, row in shifted:
-            say(f"warning: {name}: labeled sessions differ from unlabeled ones in "
-                f"'{row.feature}' (rank-biserial {row.rank_biserial:+.2f}); PPI assumes they "
-                "are alike — see label_shift.csv, or correct it with reweight=true.")
+        for line in shift_warnings(shifted):
+            say(line)
     say(f"written to {job.output}: " + ", ".join(f.name for f in files))
     if run_id:
         say(run_line(run_id))
-    if job.mode == "in_sample":
-        print(IN_SAMPLE_WARNING)  # one line: the warning is grepped for
+    if job.mode == "in_sample":  # once, last, on the warning stream (its first line says it all)
+        say(IN_SAMPLE_WARNING, file=sys.stderr)
     return effects

@@ -75,6 +75,7 @@ class MonitorJob:
     only: list[str] | None
     output: Path
     log_mlflow: bool
+    run: shared.RunLabels = shared.RunLabels()  # experiment, run_name, tags
 
 
 def settings_from_config(cfg: Node) -> MonitorJob:
@@ -96,7 +97,8 @@ def settings_from_config(cfg: Node) -> MonitorJob:
         model_uri=str(cfg.model_uri), data_path=str(cfg.data.path), settings=settings,
         case_studies=shared.case_study_config(cfg),
         only=names(cfg.get(shared.CASE_STUDY_KEYS[v])),
-        output=Path(str(cfg.output)), log_mlflow=flag(cfg, "log_mlflow", v))
+        output=Path(str(cfg.output)), log_mlflow=flag(cfg, "log_mlflow", v),
+        run=shared.run_labels(cfg, v))
 
 
 def _records(frame: pd.DataFrame) -> list[dict]:
@@ -168,7 +170,7 @@ def log_run(job: MonitorJob, result: Monitoring, files: list[Path], version, met
                 "n_labeled_oof": meta["n_labeled_with_oof"]},
         metrics=metrics, files=files, model_version=version,
         dataset=None if raw is None else dataset_input(raw, job.data_path),
-        description=_description(result, meta, job))
+        description=_description(result, meta, job), labels=job.run)
 
 
 def _description(result: Monitoring, meta: dict, job: MonitorJob) -> str:

@@ -63,8 +63,9 @@ def run(cfg: Node) -> dict:
     results = []
     for i, spec in enumerate(specs, 1):
         print(f"\n== [{i}/{len(specs)}] train {spec.name}")
-        results.append(train_job.run_settings(replace(base, model=spec,
-                                                      simulate_if_missing=False)))
+        job = replace(base, model=spec, simulate_if_missing=False,
+                      run=base.run.suffixed(spec.name))  # run_name=x: x-<family>
+        results.append(train_job.run_settings(job))
     no_champion = champion_version() is None
     if no_champion:  # promotion.rule=manual (or promote=never) and nothing promoted before
         versions = ", ".join(r.version for r in results if r.version) or "none"
@@ -74,7 +75,8 @@ def run(cfg: Node) -> dict:
         effects = None
     else:
         print("\n== infer with the champion")
-        effects = infer_job.run_settings(replace(infer_settings, print_table=False))
+        effects = infer_job.run_settings(replace(infer_settings, print_table=False,
+                                                 run=base.run.suffixed("infer")))
     fams = pd.DataFrame([{
         "family": r.family, keys.CV_MSE: r.metrics.mse, "r": r.metrics.pearson,
         "vs_champion": "-" if r.paired is None else

@@ -58,11 +58,7 @@ from pulse_ml.training.paired import PairedSettings
 from pulse_ml.training.promotion_rule import RULES, decide
 from pulse_ml.training.report import TrainResult
 from pulse_ml.training.samplers import PRUNERS, SAMPLERS, checked_sampler, pruner_in_use
-from pulse_ml.training.selection import (
-    TrainingSelection,
-    parse_trained_before,
-    select_training,
-)
+from pulse_ml.training.selection import TrainingSelection, parse_trained_before, select_training
 from pulse_ml.training.study_files import study_files
 from pulse_ml.training.tuning import OBJECTIVES, TuningSettings
 
@@ -101,6 +97,7 @@ class TrainSettings:
     config_yaml: str
     selection: TrainingSelection = TrainingSelection()
     text_cache: str | None = None  # folder of text-encoder vectors (None = memory only)
+    run: shared.RunLabels = shared.RunLabels()  # experiment, run_name, tags
 
 
 def text_cache_folder(cfg: Node) -> str | None:
@@ -187,7 +184,8 @@ def settings_from_config(cfg: Node, verb: str = "train",
         promotion=promotion_settings(cfg, verb),
         ci_ratio=number(cfg, "ci_reduction.unlabeled_ratio", verb, 0, None),
         progress=flag(cfg, "progress", verb, True), config_yaml=to_yaml(cfg),
-        selection=training_selection(cfg, verb), text_cache=text_cache_folder(cfg))
+        selection=training_selection(cfg, verb), text_cache=text_cache_folder(cfg),
+        run=shared.run_labels(cfg, verb))
 
 
 def training_selection(cfg: Node, verb: str = "train") -> TrainingSelection:
@@ -245,7 +243,8 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
     with runs.family_run(spec.name, table.features.name, fp, objective, seed=job.tuning.seed,
                          description=f"Tuning **{spec.name}** on feature set "
                                      f"`{table.features.name}` ({n_lab:,} labeled sessions of "
-                                     f"`{data_name}`): in progress.") as run_id:
+                                     f"`{data_name}`): in progress.",
+                         labels=job.run) as run_id:
         tuning = resolve_storage(job.tuning, spec, table.features, fp, run_id)
         runs.set_tags({keys.STUDY_NAME: tuning.study_name, keys.LABEL_FINGERPRINT: label_fp,
                        keys.STUDY_STORAGE: tuning.storage or "memory",
@@ -253,8 +252,7 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
         runs.log_dataset(labeled[["session_id", "user_id", "rating", *table.features.names]],
                          table.path, f"{Path(table.path).stem} (labeled, {table.features.name})",
                          fp, "training")
-        logger = trials.TrialLogger(run_id, runs.experiment_id(keys.TRAIN_EXPERIMENT), spec.name,
-                                    objective)
+        logger = trials.TrialLogger(run_id, runs.active_experiment_id(), spec.name, objective)
         fit = tune_family(table, spec, tuning, progress=job.progress, on_trial=logger,
                           invocation=run_id)
         logger.mark_best(fit.best_number)

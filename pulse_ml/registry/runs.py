@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,9 @@ from pulse_ml.errors import PulseError
 from pulse_ml.redact import redact_text, redact_values
 from pulse_ml.registry.models import client
 from pulse_ml.registry.store import setup, source_tags
+
+if TYPE_CHECKING:
+    from pulse_ml.settings import RunLabels
 
 
 def open_experiment(name: str) -> str:
@@ -55,8 +59,12 @@ def _set_experiment_tag(c, exp_id: str, key: str, value: str) -> None:
 @contextmanager
 def family_run(family: str, feature_set: str, fingerprint: str, objective: str,
                study_name: str | None = None, seed: int | None = None,
-               description: str | None = None) -> Iterator[str]:
-    """A parent run in ``pulse-train`` for one family; yields its run id.
+               description: str | None = None,
+               labels: RunLabels | None = None) -> Iterator[str]:
+    """A parent run in ``pulse-train`` (or ``labels.experiment``) for one family; yields its id.
+
+    ``labels`` (:class:`pulse_ml.settings.RunLabels`): the experiment, the run name (default
+    ``<family>-<features>-<run id[:8]>``) and extra tags the user chose.
 
     The run ends FINISHED, or FAILED with an ``error`` tag when the body raises (KILLED when
     interrupted by Ctrl-C or SIGTERM). Errors that
@@ -65,8 +73,7 @@ def family_run(family: str, feature_set: str, fingerprint: str, objective: str,
     """
     import mlflow
 
-    open_experiment(keys.TRAIN_EXPERIMENT)
-    run = mlflow.start_run(run_name=f"{family}-{feature_set}")
+    run = start_named_run(keys.TRAIN_EXPERIMENT, f"{family}-{feature_set}", labels)
     try:
         tags = {keys.KIND: keys.KIND_FAMILY, keys.FAMILY: family,
                 keys.FEATURE_SET: feature_set, keys.DATA_FINGERPRINT: fingerprint,
@@ -90,6 +97,32 @@ def family_run(family: str, feature_set: str, fingerprint: str, objective: str,
         raise PulseError(f"training model '{family}' failed: {type(exc).__name__}: {first}\n"
                          f"  Its MLflow run {run.info.run_id} is marked FAILED; earlier runs "
                          "and the champion are untouched.") from exc
+
+
+def start_named_run(default_experiment: str, base: str, labels: RunLabels | None = None):
+    """Start a run in ``labels.experiment`` (else ``default_experiment``) and name it.
+
+    The name is ``labels.run_name`` when given, else ``<base>-<run id[:8]>``: unique, and the
+    id's first characters as the UI shows them. ``labels.tags`` are set on the run (pulse-ml's
+    own tags are set after them, by the caller).
+    """
+    import mlflow
+
+    open_experiment(labels.experiment_or(default_experiment) if labels else default_experiment)
+    chosen = labels.run_name if labels else None
+    run = mlflow.start_run(run_name=chosen or base)
+    if not chosen:
+        client().update_run(run.info.run_id, name=f"{base}-{run.info.run_id[:8]}")
+    if labels and labels.tags:
+        mlflow.set_tags(redact_values(dict(labels.tags)))
+    return run
+
+
+def active_experiment_id() -> str:
+    """The experiment id of the active run (where its nested runs go)."""
+    import mlflow
+
+    return mlflow.active_run().info.experiment_id
 
 
 def experiment_id(name: str) -> str:
@@ -223,11 +256,12 @@ def run_link(run_id: str) -> str:
 def log_inference_run(run_name: str, tags: Mapping[str, str], params: Mapping[str, object],
                       metrics: Mapping[str, float], files: list[Path], *,
                       model_version=None, dataset: Mapping[str, object] | None = None,
-                      description: str | None = None) -> str:
+                      description: str | None = None, labels: RunLabels | None = None) -> str:
     """Log an inference-like run (infer, audit, monitor) to ``pulse-infer``; returns its id.
 
     Args:
-        run_name: Run name.
+        run_name: What the run is (``infer-crossfit``); its name is ``<run_name>-<id[:8]>``
+            unless ``labels.run_name`` names it.
         tags: Run tags.
         params: Run params.
         metrics: Run metrics (NaN skipped).
@@ -239,15 +273,16 @@ def log_inference_run(run_name: str, tags: Mapping[str, str], params: Mapping[st
         dataset: ``{"frame", "source", "name", "fingerprint"}`` of the session table used,
             logged as a dataset input (context ``inference``).
         description: The run's description (``mlflow.note.content``).
+        labels: :class:`pulse_ml.settings.RunLabels`: experiment (default ``pulse-infer``),
+            run name and extra tags the user chose.
     """
     import mlflow
 
     from pulse_ml.env import staging
 
-    open_experiment(keys.INFER_EXPERIMENT)
     if model_version is not None:
         description = f"{description or ''}\n\n{_model_line(model_version)}".strip()
-    with mlflow.start_run(run_name=run_name) as run:
+    with start_named_run(keys.INFER_EXPERIMENT, run_name, labels) as run:
         mlflow.set_tags(redact_values({**source_tags(), **{k: str(v) for k, v in tags.items()}}))
         if description:
             mlflow.set_tag(keys.NOTE, redact_text(description))
@@ -310,8 +345,9 @@ def link_model_version(version, run_id: str | None = None) -> None:
         c.log_inputs(run, models=[LoggedModelInput(model_id)])
 
 
-def finished_runs(kinds: tuple[str, ...] = (keys.KIND_FAMILY, keys.KIND_JUDGE)) -> pd.DataFrame:
-    """Finished runs of the given kinds in ``pulse-train`` (``mlflow.search_runs`` frame).
+def finished_runs(kinds: tuple[str, ...] = (keys.KIND_FAMILY, keys.KIND_JUDGE),
+                  experiment: str = keys.TRAIN_EXPERIMENT) -> pd.DataFrame:
+    """Finished runs of the given kinds (``kind`` tag) in ``experiment`` (``search_runs`` frame).
 
     Only reads the store (a read-only store is searched too); no experiment is created.
     """
@@ -320,7 +356,7 @@ def finished_runs(kinds: tuple[str, ...] = (keys.KIND_FAMILY, keys.KIND_JUDGE)) 
     from pulse_ml.registry.store import connect
 
     connect(write=False)
-    exp = client().get_experiment_by_name(keys.TRAIN_EXPERIMENT)
+    exp = client().get_experiment_by_name(experiment)
     if exp is None:
         return pd.DataFrame()
     found = [mlflow.search_runs([exp.experiment_id],

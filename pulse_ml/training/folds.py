@@ -43,7 +43,9 @@ def make_folds(n: int, n_splits: int, seed: int, groups=None) -> np.ndarray:
     splitter = (GroupKFold(n_splits, shuffle=True, random_state=seed) if grouped
                 else KFold(n_splits, shuffle=True, random_state=seed))
     folds = np.empty(n, dtype=int)
-    for k, (_, test) in enumerate(splitter.split(np.zeros(n), groups=groups)):
+    # groups only to GroupKFold: KFold ignores them, and says so in a warning (the USS example)
+    for k, (_, test) in enumerate(splitter.split(np.zeros(n),
+                                                 groups=groups if grouped else None)):
         folds[test] = k
     return folds
 

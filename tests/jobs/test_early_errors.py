@@ -36,6 +36,17 @@ def _error_lines(stderr: str) -> list[str]:
     ("audit", "hide_share=1", "audit: hide_share=1 is out of range"),
     ("audit", "alpha=0.05", "name the case study to audit"),  # case_study=??? is required
     ("pipeline", "infer.alpha=2", "pipeline: infer.alpha=2 is out of range"),
+    # the word of a choice setting (settings_choices), with the closest word
+    ("infer", "inference=asymptotc", "infer: inference=asymptotc is not an option. Did you mean "
+     "asymptotic?"),
+    ("monitor", "lambda_rule=jont", "monitor: lambda_rule=jont is not an option. Did you mean "
+     "joint?"),
+    ("pipeline", "tuning.pruner=medain", "pipeline: tuning.pruner=medain is not an option. Did "
+     "you mean median?"),
+    ("score", "engine=sprak", "score: engine=sprak is not an option. Did you mean spark?"),
+    # run labels (conf/tracking/run.yaml): a tag pulse-ml's lookups read, a tags value
+    ("train", "tags.kind=x", "train: tags.kind: pulse-ml sets the tag 'kind' itself"),
+    ("infer", "tags=5", "infer: tags='5' is not a mapping"),
 ])
 def test_a_bad_value_is_refused_before_any_heavy_import(verb, override, text, pulse_home,
                                                          tmp_path, cli):

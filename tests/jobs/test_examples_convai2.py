@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -160,6 +161,10 @@ def test_convai2_example_end_to_end_on_a_subsample(pulse_home, cli, tmp_path, fe
     first = effects[effects["case_study"] == "bot002_vs_bot006"].iloc[0]
     assert (first["control"], first["treatment"]) == ("Bot 002", "Bot 006")
     assert np.isfinite(effects[["effect", "ci_lower", "ci_upper"]].to_numpy(float)).all()
+    # a shifted feature is one warning per case study (a categorical one names its levels)
+    warned = re.findall(r"warning: (\S+): labeled sessions differ from unlabeled ones in "
+                        r"'(\w+)'", " ".join(res.stdout.split()))
+    assert len(warned) == len(set(warned)), warned
 
     res = cli("audit", f"data.path={sessions}", f"case_study_dirs=['{studies}']",
               "case_study=bot002_vs_bot006", "replications=30", "progress=false")
