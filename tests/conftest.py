@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,11 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 # libgomp spins idle threads by default; with 2 cores and parallel work that stalls fits.
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+# A shell without job control starts background commands (`pytest &`, `nohup ... &` in a
+# script) with SIGINT ignored, and every child inherits that: Python then installs no
+# KeyboardInterrupt handler, so the Ctrl-C tests would test nothing. Run as in a terminal.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parents[1]
 # The shared data folder (real data sets): beside the checkout, or $PULSE_SHARED_DIR. Resolved

@@ -96,6 +96,10 @@ class _Zygote:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+                self.proc.wait()
+        self.reader.join(timeout=5)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
 
 
 _ZYGOTE: _Zygote | None = None
