@@ -111,10 +111,15 @@ def start_named_run(default_experiment: str, base: str, labels: RunLabels | None
     open_experiment(labels.experiment_or(default_experiment) if labels else default_experiment)
     chosen = labels.run_name if labels else None
     run = mlflow.start_run(run_name=chosen or base)
-    if not chosen:
-        client().update_run(run.info.run_id, name=f"{base}-{run.info.run_id[:8]}")
-    if labels and labels.tags:
-        mlflow.set_tags(redact_values(dict(labels.tags)))
+    try:  # the caller's `with`/`try` starts only when this returns: never leave the run open
+        if not chosen:
+            client().update_run(run.info.run_id, name=f"{base}-{run.info.run_id[:8]}")
+        if labels and labels.tags:
+            mlflow.set_tags(redact_values(dict(labels.tags)))
+    except BaseException as exc:  # SIGTERM/Ctrl-C or a failed write: KILLED/FAILED, not the
+        # FINISHED MLflow's exit hook would give an open run
+        mlflow.end_run("KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED")
+        raise
     return run
 
 
