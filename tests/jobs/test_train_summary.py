@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
+from paired_sample import paired_sample
 
 from pulse_ml.jobs import train
-from pulse_ml.stats.paired import paired_bootstrap
 from pulse_ml.training.metrics import CVMetrics
 
 
 def _result(objective: str) -> train.TrainResult:
-    rng = np.random.default_rng(3)
-    users = np.repeat(np.arange(80), 3)
-    y = rng.integers(1, 6, users.size).astype(float)
-    ref = y + rng.normal(0, 1.0, users.size)
-    new = y + rng.normal(0, 0.7, users.size)
-    paired = paired_bootstrap(y, new, ref, users, n_boot=200, seed=0)
+    paired = paired_sample(0.7)
     metrics = CVMetrics(0.9, 0.7, 0.5, 0.5, (0.9,) * 5, (0.7,) * 5, (0.5,) * 5)
     return train.TrainResult(
         family="lightgbm", feature_set="all", run_id="r", best_params={}, metrics=metrics,

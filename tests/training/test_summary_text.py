@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import numpy as np
+from paired_sample import paired_sample
 
 from pulse_ml.report.tables import say
-from pulse_ml.stats.paired import paired_bootstrap
 from pulse_ml.training import promotion_rule
 from pulse_ml.training.metrics import CVMetrics
 from pulse_ml.training.report import TrainResult, study_line, summary
@@ -17,12 +16,7 @@ FOLDER = "/tmp/a/rather/long/project/home/that/a/newcomer/chose/for/the/demo/mlr
 
 
 def _result(objective: str = "cv_mse") -> TrainResult:
-    rng = np.random.default_rng(3)
-    users = np.repeat(np.arange(80), 3)
-    y = rng.integers(1, 6, users.size).astype(float)
-    ref = y + rng.normal(0, 1.0, users.size)
-    new = y + rng.normal(0, 1.0, users.size)
-    paired = paired_bootstrap(y, new, ref, users, n_boot=200, seed=0)
+    paired = paired_sample(1.0)
     champion = promotion_rule.Champion("1", "run", "fp", {objective: 1.5852}, "ordinal_logit",
                                        feature_set="all")
     decision = promotion_rule.decide("significant", objective, 1.5930, "fp", champion, paired)
