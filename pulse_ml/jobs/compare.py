@@ -45,7 +45,7 @@ from pulse_ml.report.comparison import (
     shared_values,
     terminal_view,
 )
-from pulse_ml.report.tables import markdown_table, say, text_table
+from pulse_ml.report.tables import fitted_table, markdown_table, say, text_table
 from pulse_ml.training.comparison import ablation_frame, significance, with_paired
 from pulse_ml.training.paired import NO_USERS_NOTE, PairedSettings
 
@@ -282,7 +282,11 @@ def run(cfg: Node) -> pd.DataFrame:
             paired_plot(paired, stage / "paired.png", reference[0], level)
             written += [out / "paired.csv", out / "paired.png"]
     ref = expected_ref(job.ci_ratio)
-    say(text_table(terminal_view(shown, job.ci_ratio), digits_of={EXPECTED: 1, ref: 1}))
+    printed, left_out = fitted_table(terminal_view(shown, job.ci_ratio), [ref, "version"],
+                                     digits_of={EXPECTED: 1, ref: 1})
+    say(printed)
+    if left_out:
+        say(f"({', '.join(left_out)} left out to fit 100 columns: see comparison.md)")
     common = shared_values(shown[["features"]])
     say(f"({'every row: ' + common + '; ' if common else ''}the full table, with ± std over "
         "folds, MAE and timings: comparison.md / .csv)")

@@ -61,6 +61,26 @@ def text_table(frame: pd.DataFrame, digits: int = 3, columns: Sequence[str] | No
     return "\n".join([line(cols), sep] + [line(r) for r in cells])
 
 
+def fitted_table(frame: pd.DataFrame, optional: Sequence[str], width: int = 100,
+                 **options) -> tuple[str, list[str]]:
+    """:func:`text_table` of ``frame`` that fits ``width`` columns, leaving out what it must.
+
+    Columns of ``optional`` are left out, in that order, only while the table is wider than
+    ``width``; returns the table and the columns left out (for a note naming where they are).
+    """
+    shown = list(frame.columns)
+    dropped: list[str] = []
+    table = text_table(frame, columns=shown, **options)
+    for col in optional:
+        if max(map(len, table.splitlines()), default=0) <= width:
+            break
+        if col in shown:
+            shown.remove(col)
+            dropped.append(col)
+            table = text_table(frame, columns=shown, **options)
+    return table, dropped
+
+
 def markdown_table(frame: pd.DataFrame, digits: int = 3,
                    digits_of: Mapping[str, int] | None = None) -> str:
     """Render a DataFrame as a GitHub Markdown table (``digits_of`` as :func:`text_table`'s)."""

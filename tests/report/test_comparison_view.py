@@ -30,3 +30,30 @@ def test_the_paired_table_fits_100_columns_in_a_sweep_and_on_the_demo():
     assert list(paired_view(demo, ["no"] * 3, 90).columns) == [
         "name", "version", "ΔMSE [90% CI]", "Δr [90% CI]", "significant"]
     assert shared_values(demo) == "features 'all', seed 42" and shared_values(sweep) == ""
+
+
+def test_the_main_table_fits_100_columns_when_features_and_folds_vary():
+    """Rows differing in features and cv.group_by: the optional columns give way, named."""
+    from pulse_ml import keys
+    from pulse_ml.report.comparison import expected_ref, terminal_view
+    from pulse_ml.report.tables import fitted_table
+
+    n = 4
+    shown = pd.DataFrame({
+        "name": ["random_forest", "ordinal_logit", "hist_gb", "judge_gemini_2_5_pro"],
+        "features": ["progression", "all_judge_text", "agent", "all"], "kind": ["model"] * n,
+        "mse": [1.5852] * n, "r": [0.3223] * n, "r_std": [0.0331] * n,
+        "ci_red_%": [5.01] * n, "ci_red_ref_%": [5.01] * n, "version": ["12", "-", "3", "-"],
+        keys.CV_GROUP_BY: ["user_id", "session", "user_id", "session"],
+        "d_mse": [float("nan"), -0.0123, 0.0144, 0.0176],
+        "d_mse_ci": ["reference", "", "", ""]})
+    view = terminal_view(shown)
+    assert "features" in view and "folds" in view
+    wide = text_table(view)
+    assert max(len(line) for line in wide.splitlines()) > 100  # the case that needs the rule
+    table, left_out = fitted_table(view, [expected_ref(20.0), "version"])
+    assert max(len(line) for line in table.splitlines()) <= 100, table
+    assert left_out and left_out[0] == expected_ref(20.0)
+    assert "expected_ci_red_%" in table and "folds" in table and "features" in table
+    narrow, none = fitted_table(view.iloc[:, :4], [expected_ref(20.0)])
+    assert none == [] and narrow == text_table(view.iloc[:, :4])  # nothing left out needlessly
