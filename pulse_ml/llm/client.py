@@ -12,6 +12,7 @@ import asyncio
 import os
 import random
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +20,11 @@ from typing import Any
 from pulse_ml.llm.cache import DiskCache, cache_key
 from pulse_ml.llm.config import LLMConfig
 from pulse_ml.llm.parse import AnswerError
+
+# Our timeout (below) cancels a call that litellm is still setting up; litellm then drops its
+# inner coroutine unawaited and Python warns when it is collected: noise, nothing was lost.
+warnings.filterwarnings("ignore", message="coroutine 'OpenAIChatCompletion.acompletion' was "
+                        "never awaited", category=RuntimeWarning)
 
 Parser = Callable[[str], Any]
 
