@@ -109,6 +109,12 @@ def check_spark_paths(path: str, out: str) -> None:
     check_out(path, out)
 
 
+def _first_line(exc: Exception) -> str:
+    """The first line of a library's error message (its class name when it has none)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def _local_path(path: str) -> str | None:
     """The filesystem path of a local location (no scheme or ``file:``), else None."""
     if "://" not in path and not path.startswith("file:"):
@@ -136,7 +142,7 @@ def preflight_local(path: str, needed: list[str], model_uri: str) -> None:
     try:
         names = pads.dataset(local, format="parquet", partitioning="hive").schema.names
     except Exception as exc:  # pyarrow's ArrowInvalid / OSError: not Parquet
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = _first_line(exc)
         raise PulseError(f"{path}: not readable as Parquet ({first[:300]}). Give a Parquet file "
                          "or directory, or score a local file with engine=local.") from None
     check_columns(path, names, needed, model_uri)
@@ -148,7 +154,7 @@ def read_sessions(spark, path: str):
     try:
         return spark.read.parquet(path)
     except Exception as exc:  # pyspark's AnalysisException (path missing, not Parquet)
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = _first_line(exc)
         raise PulseError(f"{path}: Spark cannot read it as Parquet ({first[:300]}). Give a "
                          "Parquet file or directory that exists, or score a local file with "
                          "engine=local.") from None
