@@ -145,7 +145,9 @@ def log_model(ensemble, example: pd.DataFrame, metrics: Mapping[str, float] | No
 
     from pulse_ml.registry.pyfunc import PulseSatisfactionModel
 
-    example = example[ensemble.features.names].head(5).reset_index(drop=True)
+    cols = ensemble.features.input_names  # + started_at: the order of a user_history feature
+    cols += ["started_at"] if ensemble.features.history and "started_at" in example else []
+    example = example[cols].head(5).reset_index(drop=True)
     with warnings.catch_warnings(), tempfile.TemporaryDirectory() as tmp:
         # counts and flags are integers by contract: no NaN to encode
         warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer")
