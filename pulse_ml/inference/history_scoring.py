@@ -5,8 +5,8 @@ into a :class:`~pulse_ml.sessions.user_history.HistoryIndex` (four numbers per p
 each scored chunk then asks the index for its sessions' history. Without ``history.path`` the
 scored table is its own past, and the columns equal those of the whole table
 (:func:`pulse_ml.sessions.user_history.history_frame`) chunk for chunk. With a separate history
-table, sessions are compared by ``started_at`` when both tables have one for every session;
-otherwise every session of the history table counts as earlier (said in a note).
+table (``history.path``) the past is both tables, as if they were one (history rows first):
+ordered by ``started_at`` when both have one for every session, else by row.
 """
 
 from __future__ import annotations
@@ -39,13 +39,13 @@ class ChunkHistory:
     Attributes:
         index: The past sessions.
         features: The model's feature set (its ``user_history`` features).
-        own: True when the past is the scored table itself (row positions are comparable).
+        offset: Row position of the scored table's first row in the index (without times).
         notes: What the user should know (the order used), said once.
     """
 
     index: HistoryIndex
     features: FeatureSet
-    own: bool
+    offset: int
     notes: tuple[str, ...]
     path: Path = Path("")
 
@@ -59,8 +59,9 @@ class ChunkHistory:
                     f"column '{TIME}': empty values in rows {first_row + 1}-"
                     f"{first_row + len(chunk)}. The model's user_history feature compares "
                     "each session's start with the history's: every scored session needs one."])
-        elif self.own:
-            times = np.arange(first_row, first_row + len(chunk), dtype=np.int64)
+        else:
+            start = self.offset + first_row
+            times = np.arange(start, start + len(chunk), dtype=np.int64)
         parts = [self.index.query(user_keys(chunk), times, spec.name,
                                   spec.options.get("window_days"),
                                   int(spec.options.get("min_prior", 1)))
@@ -82,59 +83,79 @@ def _ratings(chunk: pd.DataFrame, path: Path, first_row: int) -> np.ndarray:
     return num.to_numpy(dtype=float)
 
 
-def read_history(path: str | Path, features: FeatureSet, chunk_size: int,
-                 scored: str | Path | None = None) -> ChunkHistory:
-    """Index the past of a scoring run (``path``), read chunk by chunk.
-
-    Args:
-        path: The history table (``.parquet`` or ``.csv``; ``user_id``, ``rating``, optional
-            ``started_at``).
-        features: The model's feature set.
-        chunk_size: Rows per chunk.
-        scored: The scored table, when it differs from ``path`` (None: the same file).
-
-    Raises:
-        DataError: missing columns, bad ratings or unparseable times (file and rows named).
-    """
-    path = Path(path)
+def _read_past(path: Path, features: FeatureSet, chunk_size: int, what: str):
+    """Users, times (None when not every session has one) and ratings of one table."""
     present = input_columns(path)
     absent = [c for c in ("user_id", "rating") if c not in present]
     if absent:
         raise DataError(str(path), [f"column(s) {', '.join(absent)}: missing. The model's "
                                     f"feature '{features.history[0].name}' (kind user_history) "
-                                    "averages each user's earlier ratings: the history table "
-                                    "needs user_id and rating (empty when unrated)."])
+                                    f"averages each user's earlier ratings: {what} needs "
+                                    "user_id and rating (empty when unrated)."])
     cols = ["user_id", "rating", *[c for c in ("session_id", TIME) if c in present]]
     users, times, ratings = [], [], []
-    timed = TIME in present
-    n = 0
+    timed, n = TIME in present, 0
     for chunk in iter_chunks(path, cols, chunk_size):
         ratings.append(_ratings(chunk, path, n))
         users.append(user_keys(chunk))
         t = _chunk_times(chunk, path, n) if timed else None
         timed = timed and t is not None
-        times.append(t if t is not None else np.arange(n, n + len(chunk), dtype=np.int64))
+        times.append(t)
         n += len(chunk)
-    if not timed:  # positions throughout (a chunk without complete times switches all)
-        times = [np.arange(n, dtype=np.int64)]
-    index = HistoryIndex.from_arrays(np.concatenate(users) if users else np.empty(0, str),
-                                     np.concatenate(times) if times else np.empty(0, np.int64),
-                                     np.concatenate(ratings) if ratings else np.empty(0), timed)
-    own = scored is None
-    if own:
-        note = time_note(timed, TIME in present)
+    return (np.concatenate(users) if users else np.empty(0, object),
+            np.concatenate(times) if timed and times else None,
+            np.concatenate(ratings) if ratings else np.empty(0), TIME in present)
+
+
+def read_history(path: str | Path, features: FeatureSet, chunk_size: int,
+                 scored: str | Path | None = None) -> ChunkHistory:
+    """Index the past of a scoring run, read chunk by chunk (three columns).
+
+    The past is the scored table itself (``path`` alone), or the history table ``path`` and
+    the scored table's own sessions (``scored``): a scored session's history holds the
+    earlier sessions of both, exactly as if the two tables were one (history rows first).
+
+    Args:
+        path: The history table (``.parquet`` or ``.csv``; ``user_id``, ``rating``, optional
+            ``started_at``), or the scored table when ``scored`` is None.
+        features: The model's feature set.
+        chunk_size: Rows per chunk.
+        scored: The scored table, when it differs from ``path``.
+
+    Raises:
+        DataError: missing columns, bad ratings, unparseable times, or one of two tables
+            with times and the other without (file and rows named).
+    """
+    path = Path(path)
+    tables = [(path, "the history table" if scored is not None else "the scored table")]
+    if scored is not None:
+        tables.append((Path(scored), "the scored table"))
+    read = [_read_past(p, features, chunk_size, what) for p, what in tables]
+    timed = all(r[1] is not None for r in read)
+    if len(read) == 2 and (read[0][1] is None) != (read[1][1] is None):
+        with_t, without = (tables[0][0], tables[1][0]) if read[0][1] is not None else (
+            tables[1][0], tables[0][0])
+        raise DataError(str(without), [
+            f"column '{TIME}': {without.name} has no complete {TIME} but {with_t.name} has "
+            "one, so their sessions cannot be ordered together for the user_history feature. "
+            f"Give every session of both tables a {TIME}, or drop it from both (then every "
+            "history row counts as earlier)."])
+    users = np.concatenate([r[0] for r in read])
+    ratings = np.concatenate([r[2] for r in read])
+    times = (np.concatenate([r[1] for r in read]) if timed
+             else np.arange(len(users), dtype=np.int64))
+    index = HistoryIndex.from_arrays(users, times, ratings, timed)
+    offset = len(read[0][0]) if scored is not None else 0
+    if scored is None:
+        note = time_note(timed, read[0][3])
+    elif timed:
+        note = (f"user_history: the history of a scored session is the earlier sessions (by "
+                f"{TIME}) of {path.name} and of the scored table.")
     else:
-        scored_timed = TIME in input_columns(Path(scored))
-        if timed and scored_timed:
-            note = (f"user_history: sessions of {path.name} count as earlier when they started "
-                    "before the scored session (started_at).")
-        else:
-            index = HistoryIndex(index.users, index.keys, index.times, index.first,
-                                 index.starts, index.cum_sum, index.cum_cnt, False)
-            note = (f"user_history: {path.name if not timed else Path(scored).name} has no "
-                    f"complete started_at, so every session of {path.name} counts as earlier "
-                    "than the scored ones (days since the first session is 0).")
-    return ChunkHistory(index=index, features=features, own=own, notes=(note,),
+        note = (f"user_history: no {TIME} in either table, so sessions are ordered by row: "
+                f"{path.name} first, then the scored table (days since the first session "
+                "is 0).")
+    return ChunkHistory(index=index, features=features, offset=offset, notes=(note,),
                         path=Path(scored) if scored is not None else path)
 
 

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from pulse_ml.errors import PulseError
-from pulse_ml.models.preprocess import feature_frame
+from pulse_ml.models.preprocess import feature_frame, with_history_columns
 from pulse_ml.sessions.feature_sets import FeatureSet
 
 ID = "session_id"
@@ -150,6 +150,7 @@ class HonestLookup:
         id_matched = pos >= 0
         used = id_matched.copy()
         if self.checked and id_matched.any():
+            frame = with_history_columns(frame, self.features)  # of the whole frame, not rows
             rows = np.flatnonzero(id_matched)
             same = fingerprint(frame.iloc[rows], self.features) == self._fingerprints[pos[rows]]
             used[rows[~same]] = False

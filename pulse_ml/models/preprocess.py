@@ -57,6 +57,19 @@ def make_preprocessor(features: FeatureSet) -> ColumnTransformer:
     )
 
 
+def with_history_columns(frame: pd.DataFrame, features: FeatureSet) -> pd.DataFrame:
+    """``frame`` with its ``user_history`` columns, computed from the whole frame when absent.
+
+    Call it before taking a subset of rows: a subset has fewer earlier sessions.
+    """
+    missing = [s for s in features.history
+               if not all(c in frame.columns for c in derived_columns(s.name))]
+    if not missing:
+        return frame
+    parts = [history_frame(frame, s.name, s.options) for s in missing]
+    return pd.concat([frame, *parts], axis=1)
+
+
 def feature_frame(frame: pd.DataFrame, features: FeatureSet) -> pd.DataFrame:
     """The feature columns of a session table with model-ready dtypes (floats and strings).
 

@@ -142,7 +142,7 @@ class HistoryIndex:
         times: Sorted distinct times (microseconds, or row positions) of the past.
         first: Per user code, the user's first time.
         starts: Per user code, the position of the user's first session in ``keys``.
-        cum_sum: Running sum of ratings (0 for unrated) with a leading 0.
+        cum_sum: Each user's running sum of ratings (0 for unrated), inclusive, reset per user.
         cum_cnt: Running count of ratings with a leading 0.
         timed: True when times are microseconds (``days`` is then computed).
     """
@@ -167,9 +167,12 @@ class HistoryIndex:
         order = np.argsort(keys, kind="stable")
         keys = keys[order]
         rated = ~np.isnan(ratings[order])
-        cum_sum = np.concatenate([[0.0], np.cumsum(np.where(rated, ratings[order], 0.0))])
-        cum_cnt = np.concatenate([[0], np.cumsum(rated)])
         sorted_codes = codes[order]
+        # within-user running sums (reset per user): a user's numbers never depend on the
+        # users sorted before it, so any subset of whole users gives the same bits
+        cum_sum = pd.Series(np.where(rated, ratings[order], 0.0)).groupby(
+            sorted_codes).cumsum().to_numpy()
+        cum_cnt = np.concatenate([[0], np.cumsum(rated)])
         starts = np.searchsorted(sorted_codes, np.arange(len(uniques)), side="left")
         first = times[order][starts] if len(order) else np.empty(0, np.int64)
         return cls(pd.Index(uniques), keys, grid, first, starts, cum_sum, cum_cnt, timed)
@@ -196,6 +199,11 @@ class HistoryIndex:
             min_prior: Fewer earlier ratings than this: ``missing`` = 1 and ``mean`` = 0.
         """
         n = len(users)
+        if len(self.keys) == 0:  # no past at all: every session is flagged
+            users, times = np.array(["\0"] * n, dtype=object), None
+            return HistoryIndex.from_arrays(np.array(["\0"]), np.zeros(1, np.int64),
+                                            np.array([np.nan]), False).query(
+                users, None, name, window_days, min_prior)
         code = self.users.get_indexer(pd.Series(users, dtype=object).astype(str))
         known = code >= 0
         c = np.where(known, code, 0).astype(np.int64)
@@ -212,7 +220,9 @@ class HistoryIndex:
         lo = np.minimum(lo, hi)
         n_sessions = np.where(known, hi - start, 0)
         n_ratings = np.where(known, self.cum_cnt[hi] - self.cum_cnt[lo], 0)
-        total = np.where(known, self.cum_sum[hi] - self.cum_sum[lo], 0.0)
+        upto = np.where(hi > start, self.cum_sum[np.maximum(hi - 1, 0)], 0.0)
+        below = np.where(lo > start, self.cum_sum[np.maximum(lo - 1, 0)], 0.0)
+        total = np.where(known, upto - below, 0.0)
         missing = n_ratings < min_prior
         mean = np.where(missing, 0.0, total / np.maximum(n_ratings, 1))
         days = np.zeros(n)
