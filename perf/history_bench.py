@@ -5,7 +5,9 @@
    ``examples/convai2/features_text.yaml`` and with ``features_history.yaml`` (the same plus
    ``user_history``), then ``pulse-ml infer`` of each version: the out-of-fold r and the
    PPI++ CI reduction of both case studies, before/after.
-2. **Cost**: 5-fold cross-fit time of the same family and parameters on the demo's paper
+2. **Demo** simulated with ConvAI2's rater habit (``users.user_sd=0.5``): the paper features
+   (``all``) and ``all_history``, train + infer, before/after.
+3. **Cost**: 5-fold cross-fit time of the same family and parameters on the demo's paper
    features with and without ``user_history`` (the kind's columns are computed once per table,
    at load; the ratio is the model's extra columns plus that pass), median of ``--repeat``.
 
@@ -34,21 +36,39 @@ SHARED = Path(os.environ.get("PULSE_SHARED_DIR", REPO.parent / "shared")) / "dat
 
 def convai2(table: Path, family: str, trials: int) -> list[dict]:
     """Train and infer with and without user_history; one row per feature set."""
+    sets = [str(REPO / "examples" / "convai2" / f"{n}.yaml")
+            for n in ("features_text", "features_history")]
+    studies = f"case_study_dirs=[{REPO / 'examples' / 'convai2' / 'case_study'}]"
+    return before_after(table, family, trials, sets, [studies])
+
+
+def demo(family: str, trials: int, user_sd: float) -> list[dict]:
+    """The demo simulated with ConvAI2's rater habit: paper features with/without history."""
+    from _common import demo_data, fresh_home
+
+    home = fresh_home("history-demo-")
+    table = demo_data(home, f"users.user_sd={user_sd}")
+    return before_after(table, family, trials, ["all", "all_history"], [])
+
+
+def before_after(table: Path, family: str, trials: int, sets: list[str],
+                 extra: list[str]) -> list[dict]:
+    """``train`` then ``infer`` of each feature set: r, CI reductions, training seconds."""
     from pulse_ml.config import compose
     from pulse_ml.jobs import infer, train
 
     rows = []
-    studies = f"case_study_dirs=[{REPO / 'examples' / 'convai2' / 'case_study'}]"
-    for name in ("features_text", "features_history"):
+    for features in sets:
+        name = Path(features).stem
         start = time.perf_counter()
         fit = train.run(compose("train", [
             f"data.path={table}", f"model={family}", f"tuning.n_trials={trials}",
-            f"features={REPO / 'examples' / 'convai2' / (name + '.yaml')}",
-            "cv.group_by=user_id", "register=always", "progress=false"]))
+            f"features={features}", "cv.group_by=user_id", "register=always",
+            "progress=false"]))
         seconds = time.perf_counter() - start
         effects = infer.run(compose("infer", [
             f"data.path={table}", f"model_uri=models:/pulse-satisfaction/{fit.version}",
-            studies, "permutations=200"]))
+            *extra, "permutations=200"]))
         aug = effects[effects["ci_reduction_pct"].notna()]
         row = {"features": name, "r": fit.metrics.pearson, "mse": fit.metrics.mse,
                "train_s": seconds}
@@ -117,6 +137,9 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=15)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--skip-convai2", action="store_true")
+    ap.add_argument("--skip-demo", action="store_true")
+    ap.add_argument("--skip-cost", action="store_true")
+    ap.add_argument("--user-sd", type=float, default=0.5, help="the demo's rater habit")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     lines = []
@@ -131,8 +154,12 @@ def main() -> None:
         rows = convai2(table, args.family, args.trials)
         lines += [f"ConvAI2 ({args.family}, {args.trials} trials, folds grouped by user):", "",
                   _markdown(pd.DataFrame(rows)), ""]
-    c = cost(args.family, args.repeat)
-    lines += [f"cost ({args.family}, demo, {c['n_with']} labeled, median of {args.repeat}): "
+    if not args.skip_demo:
+        rows = demo(args.family, args.trials, args.user_sd)
+        lines += [f"demo (users.user_sd={args.user_sd}, {args.family}, {args.trials} trials):", "",
+                  _markdown(pd.DataFrame(rows)), ""]
+    c = None if args.skip_cost else cost(args.family, args.repeat)
+    lines += [] if c is None else [f"cost ({args.family}, demo, {c['n_with']} labeled, median of {args.repeat}): "
               f"{c['without']:.2f} s without, {c['with']:.2f} s with user_history "
               f"(ratio {c['ratio']:.2f})"]
     text = "\n".join(lines)
