@@ -159,9 +159,10 @@ def main() -> None:
         lines += [f"demo (users.user_sd={args.user_sd}, {args.family}, {args.trials} trials):", "",
                   _markdown(pd.DataFrame(rows)), ""]
     c = None if args.skip_cost else cost(args.family, args.repeat)
-    lines += [] if c is None else [f"cost ({args.family}, demo, {c['n_with']} labeled, median of {args.repeat}): "
-              f"{c['without']:.2f} s without, {c['with']:.2f} s with user_history "
-              f"(ratio {c['ratio']:.2f})"]
+    if c is not None:
+        lines += [f"cost ({args.family}, demo, {c['n_with']} labeled, median of "
+                  f"{args.repeat}): {c['without']:.2f} s without, {c['with']:.2f} s with "
+                  f"user_history (ratio {c['ratio']:.2f})"]
     text = "\n".join(lines)
     print(text)
     if args.out:
