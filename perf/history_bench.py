@@ -39,7 +39,10 @@ def convai2(table: Path, family: str, trials: int) -> list[dict]:
     sets = [str(REPO / "examples" / "convai2" / f"{n}.yaml")
             for n in ("features_text", "features_history")]
     studies = f"case_study_dirs=[{REPO / 'examples' / 'convai2' / 'case_study'}]"
-    return before_after(table, family, trials, sets, [studies])
+    rows = before_after(table, family, trials, sets, [studies])
+    # + isotonic recalibration as a tuned step (kept by Optuna only where CV says so)
+    tuned = before_after(table, family, trials, sets[1:], [studies], [RECAL])
+    return rows + [{**row, "features": row["features"] + " + recalibrate"} for row in tuned]
 
 
 def demo(family: str, trials: int, user_sd: float) -> list[dict]:
@@ -51,8 +54,11 @@ def demo(family: str, trials: int, user_sd: float) -> list[dict]:
     return before_after(table, family, trials, ["all", "all_history"], [])
 
 
+RECAL = "+model.search_space.recalibrate={type:categorical,choices:[none,isotonic]}"
+
+
 def before_after(table: Path, family: str, trials: int, sets: list[str],
-                 extra: list[str]) -> list[dict]:
+                 extra: list[str], train_extra: tuple[str, ...] | list[str] = ()) -> list[dict]:
     """``train`` then ``infer`` of each feature set: r, CI reductions, training seconds."""
     from pulse_ml.config import compose
     from pulse_ml.jobs import infer, train
@@ -64,7 +70,7 @@ def before_after(table: Path, family: str, trials: int, sets: list[str],
         fit = train.run(compose("train", [
             f"data.path={table}", f"model={family}", f"tuning.n_trials={trials}",
             f"features={features}", "cv.group_by=user_id", "register=always",
-            "progress=false"]))
+            "progress=false", *train_extra]))
         seconds = time.perf_counter() - start
         effects = infer.run(compose("infer", [
             f"data.path={table}", f"model_uri=models:/pulse-satisfaction/{fit.version}",
@@ -72,6 +78,8 @@ def before_after(table: Path, family: str, trials: int, sets: list[str],
         aug = effects[effects["ci_reduction_pct"].notna()]
         row = {"features": name, "r": fit.metrics.pearson, "mse": fit.metrics.mse,
                "train_s": seconds}
+        if train_extra:
+            row["recalibrate"] = fit.best_params.get("recalibrate", "none")
         for rec in aug.itertuples():
             row[f"{rec.case_study} CI red %"] = rec.ci_reduction_pct
             row[f"{rec.case_study} effect"] = (f"{rec.effect:+.3f} [{rec.ci_lower:+.3f}, "

@@ -127,3 +127,28 @@ def test_one_session_per_user_is_a_note_not_an_error():
     t = validate_frame(frame, "t.csv", FS)
     assert (t.frame["hist__missing"] == 1).all()
     assert any("constant" in n for n in t.notes)
+
+
+def test_a_late_earlier_rating_keeps_training_sessions_out_of_fold():
+    from pulse_ml.models.crossfit import fit_crossfit
+    from pulse_ml.models.factory import build_pipeline, model_spec_from_mapping
+    from pulse_ml.training.folds import make_folds
+
+    frame = returning_users(300, seed=7, rated=0.6)
+    table = validate_frame(frame, "t", FS)
+    lab = table.frame[table.labeled].reset_index(drop=True)
+    spec = model_spec_from_mapping({"name": "ridge", "estimator": {
+        "_target_": "sklearn.linear_model.Ridge"}})
+    folds = make_folds(len(lab), 5, 42, lab["user_id"].to_numpy())
+    ens = fit_crossfit(lambda: build_pipeline(spec, FS), lab, lab["rating"].to_numpy(), folds,
+                       FS, "ridge")
+    # ratings of unrated earlier sessions arrive after training: histories change
+    late = frame.assign(rating=frame["rating"].fillna(3.0))
+    now = validate_frame(late, "t", FS).frame
+    changed = (now["hist__mean"] != table.frame["hist__mean"]) & table.labeled
+    assert changed.any()
+    preds, used = ens.honest_predict(now)
+    assert used[table.labeled].all()  # every training session still gets its OOF prediction
+    oof = ens.oof.set_index("session_id")["prediction"]
+    np.testing.assert_array_equal(preds[table.labeled],
+                                  oof.loc[now["session_id"][table.labeled]].to_numpy())
