@@ -93,10 +93,12 @@ def _read_past(path: Path, features: FeatureSet, chunk_size: int, what: str):
                                     f"averages each user's earlier ratings: {what} needs "
                                     "user_id and rating (empty when unrated)."])
     cols = ["user_id", "rating", *[c for c in ("session_id", TIME) if c in present]]
-    users, times, ratings = [], [], []
+    users, times, ratings, ids = [], [], [], []
     timed, n = TIME in present, 0
     for chunk in iter_chunks(path, cols, chunk_size):
         ratings.append(_ratings(chunk, path, n))
+        if "session_id" in chunk:
+            ids.append(chunk["session_id"].astype(str).to_numpy())
         users.append(user_keys(chunk))
         t = _chunk_times(chunk, path, n) if timed else None
         timed = timed and t is not None
@@ -104,7 +106,8 @@ def _read_past(path: Path, features: FeatureSet, chunk_size: int, what: str):
         n += len(chunk)
     return (np.concatenate(users) if users else np.empty(0, object),
             np.concatenate(times) if timed and times else None,
-            np.concatenate(ratings) if ratings else np.empty(0), TIME in present)
+            np.concatenate(ratings) if ratings else np.empty(0), TIME in present,
+            np.concatenate(ids) if ids else np.empty(0, object))
 
 
 def read_history(path: str | Path, features: FeatureSet, chunk_size: int,
@@ -132,6 +135,13 @@ def read_history(path: str | Path, features: FeatureSet, chunk_size: int,
         tables.append((Path(scored), "the scored table"))
     read = [_read_past(p, features, chunk_size, what) for p, what in tables]
     timed = all(r[1] is not None for r in read)
+    if len(read) == 2:
+        both = np.intersect1d(read[0][4], read[1][4])
+        if len(both):
+            raise DataError(str(path), [
+                f"history.path and the scored table share {len(both):,} session id(s) (e.g. "
+                f"{both[0]!r}): the history table holds past sessions only. Leave history.path "
+                "unset when the scored table is its own past."])
     if len(read) == 2 and (read[0][1] is None) != (read[1][1] is None):
         with_t, without = (tables[0][0], tables[1][0]) if read[0][1] is not None else (
             tables[1][0], tables[0][0])

@@ -9,8 +9,10 @@ import sys
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from pulse_ml.config import compose
+from pulse_ml.errors import DataError
 from pulse_ml.jobs import infer, score, train
 from pulse_ml.registry.analysis import open_model
 from pulse_ml.sessions.user_history import derived_columns
@@ -53,6 +55,9 @@ def test_history_model_train_infer_score_and_pyfunc(small_demo, pulse_home, tmp_
     np.testing.assert_allclose(pd.read_parquet(out2)["prediction"].to_numpy(), expected,
                                rtol=1e-12, atol=1e-12)
     assert any("of past.parquet and of the scored table" in n for n in result.notes)
+    with pytest.raises(DataError, match="share 900 session id"):  # a past that is not past
+        score.run(compose("score", [f"data.path={new_path}", f"history.path={new_path}",
+                                    f"out={tmp_path / 'x.parquet'}", "progress=false"]))
 
     # the registered pyfunc in a fresh process reads user_id, rating and started_at (as ISO
     # text: MLflow's schema refuses time-zone-aware datetimes)
