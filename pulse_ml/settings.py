@@ -246,6 +246,7 @@ def simulator_settings(cfg: Node) -> SimulateSettings:
         extra_sessions_mean=user("extra_sessions_mean", 1.4),
         extra_sessions_dispersion=user("extra_sessions_dispersion", 0.25),
         rater_sd=user("rater_sd", 1.0),
+        user_sd=user("user_sd", 0.45),
         label_message_elasticity=number(cfg, "label_message_elasticity", v),
         feature_shift_scale=number(cfg, "feature_shift_scale", v),
         mc_sessions=number(cfg, "mc_sessions", v, 1, None, integer=True),

@@ -162,6 +162,9 @@ def build_table(chats: pd.DataFrame, pairs: list[tuple[str, str]], lexicon) -> p
         "profile_guess": np.select([guess.eq("1"), guess.eq("0")], ["match", "mismatch"],
                                    "none"),
         "duration_min": ((end - start).dt.total_seconds() / 60).clip(lower=0),
+        # when the chat started (UTC: the file's times have no offset): orders each user's
+        # chats for the user_history feature (features_history.yaml)
+        "started_at": start.dt.tz_localize("UTC") if start.dt.tz is None else start,
     })
     turns = explode_turns(chats)
     feats = turn_features(turns, len(chats), lexicon)

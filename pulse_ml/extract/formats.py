@@ -243,6 +243,9 @@ def _record_bot(rec: dict) -> str | None:
     return None
 
 
+START_KEYS = ("started_at", "start_time", "created_at", "timestamp")
+
+
 def session_from_record(rec: dict, default_id: str, source: str) -> RawSession:
     """Build a session from a record wrapping events or chat turns.
 
@@ -272,6 +275,9 @@ def session_from_record(rec: dict, default_id: str, source: str) -> RawSession:
     if session.condition is None:
         session.condition = _record_bot(rec)
     session.rating = _number(rec.get("rating", rec.get("eval_score")))
+    if session.started_at is None:  # chats: the record's own start (ConvAI2's start_time)
+        session.started_at = next((t for t in (parse_timestamp(rec.get(k)) for k in START_KEYS)
+                                   if t is not None), None)
     fb = rec.get("feedback")
     if isinstance(fb, str) and fb:
         session.feedback = fb.lower()

@@ -150,7 +150,8 @@ def analyse(table: SessionTable, preds: np.ndarray, study: CaseStudy,
         raise PulseError(f"{table.path}: case study '{study.name}': {exc}") from exc
     p_naive = permutation_pvalue(control.arm.y, treatment.arm.y,
                                  n_permutations=settings.n_permutations, seed=settings.seed)
-    declared = table.features.kinds
+    declared = {c: k for c, k in table.features.kinds.items()
+                if k != "user_history"}  # earlier ratings: an outcome, not a session feature
     kinds = feature_test_kinds(declared)
     feats = compare_features(feature_test_columns(control.rows, declared),
                              feature_test_columns(treatment.rows, declared), kinds)

@@ -117,7 +117,7 @@ def predictions(ensemble, table: SessionTable, mode: str) -> tuple[np.ndarray, i
 
 def check_model_columns(frame: pd.DataFrame, ensemble, path: str) -> None:
     """Fail early when the table lacks features the model needs."""
-    error = missing_columns_error(path, frame.columns, ensemble.features.names,
+    error = missing_columns_error(path, frame.columns, ensemble.features.input_names,
                                   f"the model (feature set '{ensemble.features.name}')")
     if error is not None:
         raise error

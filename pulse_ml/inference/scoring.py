@@ -53,6 +53,7 @@ class ScoreSettings:
     fast: bool = True  # FastPredictor (shared transform, distinct rows, native threads)
     threads: int = 0  # native predict threads; 0 = the cores available to this process
     cache_rows: int = 200_000  # distinct encoded rows remembered across chunks; 0 = no cache
+    history_path: str | None = None  # user_history's past (None: the scored table itself)
 
 
 @dataclass(frozen=True)
@@ -145,8 +146,15 @@ def score_file(ensemble, path: str | os.PathLike[str], out: str | os.PathLike[st
     path, out = Path(path), Path(out)
     present = preflight(path, out, settings)
     features: FeatureSet = ensemble.features
-    needed = [ID, *[c for c in features.names if c != ID]]
+    needed = [ID, *[c for c in features.input_names if c != ID]]
     check_columns(path, present, needed, model_name)
+    history = None
+    if features.history:  # history_scoring.py: the past indexed once, asked per chunk
+        from pulse_ml.inference.history_scoring import read_history
+
+        needed += ["started_at"] if "started_at" in present else []
+        history = read_history(settings.history_path or path, features, settings.chunk_size,
+                               scored=path if settings.history_path else None)
     lookup = None
     if settings.honest:
         oof = getattr(ensemble, "oof", None)
@@ -176,6 +184,8 @@ def score_file(ensemble, path: str | os.PathLike[str], out: str | os.PathLike[st
                                      features.of_kind("text")):
                 n_chunks += 1
                 chunk = validate_chunk(chunk, features, path, n_rows, n_chunks, missing_text)
+                if history is not None:
+                    chunk = history.add_columns(chunk, n_rows)
                 table, mismatched = score_chunk(predictor, chunk, lookup)
                 writer.write_table(table)
                 n_mismatched += mismatched
@@ -188,6 +198,7 @@ def score_file(ensemble, path: str | os.PathLike[str], out: str | os.PathLike[st
     finally:
         bar.close()
     notes = list(lookup.notes) if lookup is not None else []
+    notes += list(history.notes) if history is not None else []
     if n_mismatched:
         notes.append(mismatch_note(n_mismatched))
     return ScoreResult(str(path), str(out), n_rows, n_honest, n_chunks,

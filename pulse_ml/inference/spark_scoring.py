@@ -296,6 +296,11 @@ def score_spark(ensemble, model_uri: str, predict_udf: Callable, path: str | os.
     path, out = os.fspath(path), os.fspath(out)
     check_spark_paths(path, out)
     features = ensemble.features
+    if features.history:  # the UDF sees one batch, not each user's earlier sessions
+        raise PulseError(f"{model_uri} reads feature '{features.history[0].name}' (kind "
+                         "user_history: each user's earlier ratings), which Spark's per-batch "
+                         "UDF cannot see. Score it with engine=local (chunked, bounded memory; "
+                         "history.path= gives the past).")
     needed = ["session_id", *[c for c in features.names if c != "session_id"]]
     oof = getattr(ensemble, "oof", None)
     if honest and (oof is None or len(oof) == 0):

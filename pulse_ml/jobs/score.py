@@ -12,6 +12,7 @@ Examples:
     pulse-ml score data.path=big_sessions.parquet out=predictions.parquet
     pulse-ml score data.path=sessions.csv chunk_size=50000 honest=false
     pulse-ml score model_uri=models:/pulse-satisfaction/3 data.path=s.parquet
+    pulse-ml score data.path=new.parquet history.path=past.parquet   # user_history models
     pulse-ml score engine=spark data.path=sessions.parquet out=scores.parquet   # pulse-ml[scale]
 
 ``engine=spark`` scores a Parquet table with ``mlflow.pyfunc.spark_udf`` (Spark local mode, or
@@ -23,6 +24,10 @@ Its ``data.path`` is any Parquet location Spark reads (a file, a directory such 
 output, ``s3a://bucket/sessions/``, ``hdfs://...``); CSV is refused (convert it to Parquet).
 A session gets its out-of-fold prediction only when its ``session_id`` and its feature values
 equal a training session's; sessions of another table under a reused id get the fold-model mean.
+
+A model with a ``user_history`` feature reads ``user_id``, ``rating`` and ``started_at``: each
+session's history comes from ``history.path`` (the past: user_id, rating, started_at; read
+once into a compact index) or, when unset, from the scored table itself.
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ def settings_from_config(cfg) -> ScoreJob:
     honest = flag(cfg, "honest", "score")
     threads = number(cfg, "threads", "score", 0, None, integer=True, optional=True)
     cache_rows = number(cfg, "cache_rows", "score", 0, None, integer=True)
+    history = None if is_missing(cfg, "history.path") else str(cfg.select("history.path"))
     engine = choice(cfg, "engine", "score", {
         "local": "stream the table on this machine (chunks, bounded memory)",
         "spark": "mlflow.pyfunc.spark_udf on Spark (local mode or spark_master)"})
@@ -63,7 +69,8 @@ def settings_from_config(cfg) -> ScoreJob:
                     settings=ScoreSettings(chunk_size=chunk_size, honest=honest,
                                            progress=flag(cfg, "progress", "score", True),
                                            threads=int(threads or 0),
-                                           cache_rows=int(cache_rows)),
+                                           cache_rows=int(cache_rows),
+                                           history_path=history),
                     engine=str(engine),
                     spark_master=master)
 

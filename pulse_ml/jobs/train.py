@@ -249,7 +249,8 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
         runs.set_tags({keys.STUDY_NAME: tuning.study_name, keys.LABEL_FINGERPRINT: label_fp,
                        keys.STUDY_STORAGE: tuning.storage or "memory",
                        keys.CV_GROUP_BY: group_by})
-        runs.log_dataset(labeled[["session_id", "user_id", "rating", *table.features.names]],
+        runs.log_dataset(labeled[["session_id", "user_id", "rating",
+                                 *table.features.model_names]],
                          table.path, f"{Path(table.path).stem} (labeled, {table.features.name})",
                          fp, "training")
         logger = trials.TrialLogger(run_id, runs.active_experiment_id(), spec.name, objective)

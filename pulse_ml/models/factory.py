@@ -11,6 +11,7 @@ from sklearn.preprocessing import StandardScaler
 
 from pulse_ml.errors import PulseError
 from pulse_ml.models.preprocess import make_preprocessor
+from pulse_ml.models.recalibrate import RECALIBRATE, IsotonicRecalibrated
 from pulse_ml.sessions.feature_sets import FeatureSet
 from pulse_ml.sessions.search_space import ParamSpec, parse_search_space
 
@@ -94,11 +95,17 @@ def build_pipeline(
 
     Names without ``__`` are estimator keyword arguments; names with ``__`` are pipeline
     parameters set after construction, e.g. ``features__text_user_text__stack_alpha`` for
-    the ``stack_alpha`` setting of the text column ``user_text``.
+    the ``stack_alpha`` setting of the text column ``user_text``. ``recalibrate: isotonic``
+    (fixed or tuned) wraps the estimator in a cross-fitted isotonic map
+    (:class:`pulse_ml.models.recalibrate.IsotonicRecalibrated`).
     """
     params = dict(params or {})
     nested = {k: v for k, v in params.items() if "__" in k}
     kwargs = {**spec.estimator, **{k: v for k, v in params.items() if "__" not in k}}
+    recalibrate = str(kwargs.pop("recalibrate", "none"))  # models/recalibrate.py
+    if recalibrate not in RECALIBRATE:
+        raise PulseError(f"model '{spec.name}': recalibrate={recalibrate!r}; use one of "
+                         f"{', '.join(RECALIBRATE)}.")
     try:
         estimator = instantiate(kwargs)
     except Exception as exc:  # noqa: BLE001 - surface config errors to the user
@@ -106,6 +113,9 @@ def build_pipeline(
             f"model '{spec.name}': cannot build the estimator "
             f"{spec.estimator.get('_target_')}: {exc}"
         ) from exc
+    if recalibrate == "isotonic":
+        estimator = IsotonicRecalibrated(estimator, random_state=int(kwargs.get(
+            "random_state") or 0))
     steps = [("features", make_preprocessor(features))]
     if spec.scale:
         steps.append(("scale", StandardScaler(with_mean=True)))

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from pulse_ml.errors import PulseError
-from pulse_ml.models.preprocess import feature_frame
+from pulse_ml.models.preprocess import feature_frame, with_history_columns
 from pulse_ml.sessions.feature_sets import FeatureSet
 
 ID = "session_id"
@@ -55,11 +55,18 @@ def fingerprint(frame: pd.DataFrame, features: FeatureSet) -> np.ndarray:
     Computed on :func:`~pulse_ml.models.preprocess.feature_frame` (floats and strings), so a
     count read as ``int64`` from Parquet, ``float64`` from CSV or ``long`` from Spark hashes
     the same. Vectorized (``pandas.util.hash_pandas_object``).
+
+    A ``user_history`` feature's columns are left out: they change when an earlier session's
+    rating arrives after training, and the training session must still get its out-of-fold
+    prediction (the ensemble mean would use a model trained on it).
     """
     if len(frame) == 0:
         return np.empty(0, dtype=np.uint64)
-    return pd.util.hash_pandas_object(feature_frame(frame, features),
-                                      index=False).to_numpy(dtype=np.uint64)
+    cols = feature_frame(frame, features)
+    cols = cols.drop(columns=[c for c in features.model_names if c not in features.names])
+    if cols.shape[1] == 0:  # only history features: the id alone identifies the session
+        return np.zeros(len(frame), dtype=np.uint64)
+    return pd.util.hash_pandas_object(cols, index=False).to_numpy(dtype=np.uint64)
 
 
 def mismatch_note(n: int, where: str = "") -> str:
@@ -150,6 +157,7 @@ class HonestLookup:
         id_matched = pos >= 0
         used = id_matched.copy()
         if self.checked and id_matched.any():
+            frame = with_history_columns(frame, self.features)  # of the whole frame, not rows
             rows = np.flatnonzero(id_matched)
             same = fingerprint(frame.iloc[rows], self.features) == self._fingerprints[pos[rows]]
             used[rows[~same]] = False

@@ -145,11 +145,14 @@ def log_model(ensemble, example: pd.DataFrame, metrics: Mapping[str, float] | No
 
     from pulse_ml.registry.pyfunc import PulseSatisfactionModel
 
-    example = example[ensemble.features.names].head(5).reset_index(drop=True)
+    timed = bool(ensemble.features.history) and "started_at" in example
+    example = example[ensemble.features.input_names].head(5).reset_index(drop=True)
     with warnings.catch_warnings(), tempfile.TemporaryDirectory() as tmp:
         # counts and flags are integers by contract: no NaN to encode
         warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer")
         signature = infer_signature(example, ensemble.predict(example))
+        if timed:  # user_history's order: ISO text (MLflow refuses time-zone-aware datetimes)
+            signature = _with_started_at(signature)
         path = Path(tmp) / "ensemble.joblib"
         joblib.dump(ensemble, path)
         oof_path = Path(tmp) / OOF_ARTIFACT
@@ -164,6 +167,18 @@ def log_model(ensemble, example: pd.DataFrame, metrics: Mapping[str, float] | No
     if clean:
         mlflow.log_metrics(clean, model_id=info.model_id)
     return LoggedModel(model_id=info.model_id, model_uri=info.model_uri, name=ensemble.family)
+
+
+def _with_started_at(signature):
+    """``signature`` with an optional ``started_at`` string input (ISO 8601 or epoch seconds).
+
+    A ``user_history`` model orders each user's sessions by it; without it, by row order.
+    """
+    from mlflow.models import ModelSignature
+    from mlflow.types.schema import ColSpec, Schema
+
+    inputs = [*signature.inputs.inputs, ColSpec("string", "started_at", required=False)]
+    return ModelSignature(inputs=Schema(inputs), outputs=signature.outputs)
 
 
 def register_version(logged: LoggedModel, version_tags: Mapping[str, str],

@@ -8,8 +8,10 @@ from typing import Any
 
 from pulse_ml.errors import PulseError
 from pulse_ml.sessions.text_options import text_options
+from pulse_ml.sessions.user_history import INPUTS, derived_columns, history_options
+from pulse_ml.sessions.user_history import KIND as HISTORY
 
-KINDS = ("categorical", "count", "flag", "numeric", "text")
+KINDS = ("categorical", "count", "flag", "numeric", "text", HISTORY)
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,9 @@ class FeatureSpec:
             may use (e.g. the paper's prompt's ``Fix Failing Continuous Integration`` for
             ``fix_failing_ci``). Values and aliases match ignoring case, spaces, ``-`` and
             ``_`` (see :func:`category_key`); the table gets the canonical value.
+
+    A ``user_history`` feature (:mod:`pulse_ml.sessions.user_history`) is no table column: it
+    reads ``user_id``, ``rating`` and ``started_at`` and gives the model five columns.
     """
 
     name: str
@@ -69,6 +74,35 @@ class FeatureSet:
         """Column name -> kind."""
         return {c.name: c.kind for c in self.columns}
 
+    @property
+    def input_names(self) -> list[str]:
+        """The table columns the model reads.
+
+        The feature columns, and ``user_id`` and ``rating`` when a ``user_history`` feature is
+        in the set (``started_at`` is read when present, not required).
+        """
+        out = [c.name for c in self.columns if c.kind != HISTORY]
+        if any(c.kind == HISTORY for c in self.columns):
+            out += [c for c in INPUTS if c not in out]
+        return out
+
+    @property
+    def model_names(self) -> list[str]:
+        """The columns of the model's input frame.
+
+        Each ``user_history`` feature's five derived columns stand in its place
+        (:func:`pulse_ml.models.preprocess.feature_frame`).
+        """
+        out: list[str] = []
+        for c in self.columns:
+            out += derived_columns(c.name) if c.kind == HISTORY else [c.name]
+        return out
+
+    @property
+    def history(self) -> tuple[FeatureSpec, ...]:
+        """The ``user_history`` features of the set."""
+        return tuple(c for c in self.columns if c.kind == HISTORY)
+
     def of_kind(self, *kinds: str) -> list[str]:
         """Names of the columns whose kind is one of ``kinds``."""
         return [c.name for c in self.columns if c.kind in kinds]
@@ -105,6 +139,8 @@ def feature_set_from_mapping(node: Mapping, default_name: str = "custom") -> Fea
                                  "`values`; remove them or use kind: categorical.")
             options = text_options(str(col), {k: v for k, v in spec.items()
                                               if k not in ("values", "aliases")})
+        elif kind == HISTORY:
+            options = history_options(name, str(col), spec)
         aliases = _aliases(name, str(col), values, spec.get("aliases") or {})
         specs.append(FeatureSpec(name=str(col), kind=kind, values=values, options=options,
                                  aliases=aliases))

@@ -29,6 +29,8 @@ from pulse_ml.sessions.column_checks import check_feature
 from pulse_ml.sessions.feature_sets import FeatureSet
 from pulse_ml.sessions.readers import read_frame
 from pulse_ml.sessions.text_column import missing_text_note
+from pulse_ml.sessions.user_history import KIND as HISTORY
+from pulse_ml.sessions.user_history import with_history
 
 REQUIRED = ("session_id", "condition", "rating")
 TIME_COLUMN = "started_at"
@@ -39,14 +41,18 @@ TIME_FIX = "Use ISO 8601 (e.g. 2025-06-02T14:03:00Z; no offset = UTC) or epoch s
 def _check_columns(frame: pd.DataFrame, features: FeatureSet) -> list[str]:
     problems = []
     present = [str(c) for c in frame.columns]
-    for col in (*REQUIRED, *features.names):
+    needed = list(dict.fromkeys((*REQUIRED, *features.input_names)))
+    for col in needed:
         if col in frame.columns:
             continue
         close = difflib.get_close_matches(col, present, n=1, cutoff=0.6)
         hint = (f" A column '{shorten(close[0])}' exists: rename it to '{col}'." if close else
                 f" Add it (columns found: {', '.join(shorten(c, 40) for c in present[:12])}"
                 f"{' …' if len(present) > 12 else ''}).")
-        what = "required column" if col in REQUIRED else f"feature column of set '{features.name}'"
+        what = ("required column" if col in REQUIRED else
+                f"needed by feature '{features.history[0].name}' of set '{features.name}': the "
+                "user of each session, whose earlier ratings it reads" if col == "user_id"
+                and features.history else f"feature column of set '{features.name}'")
         problems.append(f"column '{col}': missing ({what}).{hint}")
     return problems
 
@@ -257,7 +263,7 @@ def validate_frame(
         out["n_ratings"] = out["rating"].notna().astype("int64")
     text_notes: list[str] = []
     for spec in features.columns:
-        if spec.name in frame.columns:
+        if spec.name in frame.columns and spec.kind != HISTORY:
             out[spec.name] = check_feature(frame, spec, problems, notes=text_notes)
     if TIME_COLUMN in frame.columns:
         out[TIME_COLUMN] = _check_started_at(frame, problems)
@@ -273,6 +279,9 @@ def validate_frame(
                      "user are correlated; add user_id for cluster-robust intervals).")
     if problems:
         raise DataError(path, problems)
+    if features.history:
+        out, history_notes = with_history(out, features.history)
+        notes += history_notes
     return SessionTable(frame=out, path=path, features=features,
                         case_studies=tuple(studies), notes=tuple(notes))
 
@@ -340,6 +349,8 @@ def validate_chunk(chunk: pd.DataFrame, features: FeatureSet, path: str | Path,
                         f"{where_rows(chunk, empty, first_row)}. Every session needs an id.")
     canonical = {}
     for spec in features.columns:
+        if spec.kind == HISTORY:  # no column of its own: inference/history_scoring.py
+            continue
         typed = check_feature(chunk, spec, problems, first_row)
         if spec.kind == "categorical" and spec.values:
             canonical[spec.name] = typed.to_numpy()

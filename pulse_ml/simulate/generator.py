@@ -108,6 +108,9 @@ def validate(settings: SimulateSettings) -> None:
         problems.append(f"start_date={s.start_date!r}: not a date; use YYYY-MM-DD")
     if s.mc_sessions < 10_000:
         problems.append(f"mc_sessions={s.mc_sessions}: must be >= 10000")
+    if not 0 <= s.user_sd <= model.MAX_USER_SD:
+        problems.append(f"users.user_sd={s.user_sd}: must be in [0, {model.MAX_USER_SD:.3f}] (the "
+                        "latent s.d. a user's habit may take from the session noise)")
     names = [c.name for c in s.case_studies]
     if len(set(names)) != len(names):
         problems.append(f"effects: duplicate case study in {names}")
@@ -170,7 +173,7 @@ def _population(settings: SimulateSettings, seeds: list[np.random.SeedSequence],
     user = _users(user_rng, n, settings)
     n_users = int(user.max()) + 1
     rater = user_rng.normal(0.0, settings.rater_sd, n_users)
-    user_effect = user_rng.normal(0.0, model.SIGMA_USER, n_users)
+    user_effect = user_rng.normal(0.0, settings.user_sd, n_users)
     cols["user"] = user
 
     select_rng = np.random.default_rng(seeds[2])
@@ -190,7 +193,7 @@ def _population(settings: SimulateSettings, seeds: list[np.random.SeedSequence],
     p_more = 1.0 / (1.0 + np.exp(1.9 - 0.35 * np.log(msgs)))
     n_ratings = np.minimum(1 + rating_rng.binomial(MAX_SEGMENTS - 1, p_more), msgs)
     latent = (cols["mu"][idx] + user_effect[user[idx]]
-              + rating_rng.normal(0.0, model.SIGMA_SESSION, len(idx)))[:, None]
+              + rating_rng.normal(0.0, model.session_sd(settings.user_sd), len(idx)))[:, None]
     cols["user_effect"] = user_effect[user]
     cols["session_latent"] = np.full(n, np.nan)  # what a labeled session's stars come from
     cols["session_latent"][idx] = latent[:, 0]
@@ -236,7 +239,7 @@ def _user_text(rng: np.random.Generator, pop: dict[str, np.ndarray],
     latent = pop["session_latent"].copy()
     free = np.isnan(latent)  # unlabeled sessions: the same model, their own session noise
     latent[free] = (pop["mu"][free] + pop["user_effect"][free]
-                    + rng.normal(0.0, model.SIGMA_SESSION, int(free.sum())))
+                    + rng.normal(0.0, model.session_sd(settings.user_sd), int(free.sum())))
     return user_texts(rng, pop["user_message_count"], pop["task_category"], latent,
                       settings.text_signal)
 

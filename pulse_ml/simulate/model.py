@@ -65,6 +65,19 @@ SIGMA_USER = 0.45
 SIGMA_SESSION = 0.72
 SIGMA_SEGMENT = 0.50
 SIGMA_TOTAL = float(np.sqrt(SIGMA_USER**2 + SIGMA_SESSION**2 + SIGMA_SEGMENT**2))
+MAX_USER_SD = float(np.hypot(SIGMA_USER, SIGMA_SESSION))  # the user + session share
+
+
+def session_sd(user_sd: float) -> float:
+    """The session noise s.d. that keeps the total latent s.d. (:data:`SIGMA_TOTAL`) fixed.
+
+    A stronger rating habit (``user_sd``, a user's offset) takes variance from the session
+    noise, so star shares, the intercept and the ground truth stay as calibrated; only how much
+    of a session's rating its user's other sessions predict changes.
+    """
+    if user_sd == SIGMA_USER:  # the default: exactly the calibrated constant (bit for bit)
+        return SIGMA_SESSION
+    return float(np.sqrt(max(MAX_USER_SD**2 - user_sd**2, 0.0)))
 # Star thresholds: per-segment shares ~ 10% 1, 5% 2, 8% 3, 17% 4, 60% 5 before recentering.
 TAUS = np.array([-1.28, -1.04, -0.74, -0.25]) * SIGMA_TOTAL
 

@@ -42,6 +42,7 @@ class SimulateSettings:
     extra_sessions_mean: float = 1.4
     extra_sessions_dispersion: float = 0.25
     rater_sd: float = 1.0
+    user_sd: float = 0.45  # a user's rating habit: s.d. of its latent offset (model.SIGMA_USER)
     label_message_elasticity: float = 0.7
     feature_shift_scale: float = 1.0
     mc_sessions: int = 400_000

@@ -86,7 +86,7 @@ def training_data(table: SessionTable) -> tuple[pd.DataFrame, np.ndarray]:
 
 def fingerprint(labeled: pd.DataFrame, features: FeatureSet) -> str:
     """Fingerprint of the training data (ids, ratings, features)."""
-    return data_fingerprint(labeled, ["session_id", "rating", *features.names])
+    return data_fingerprint(labeled, ["session_id", "rating", *features.model_names])
 
 
 def label_fingerprint(labeled: pd.DataFrame) -> str:
@@ -145,6 +145,11 @@ def tune_family(table: SessionTable, spec: ModelSpec, tuning: TuningSettings,
     features = table.features
     spec = with_text_search_space(spec, features)
     labeled, y = training_data(table)
+    if features.history and not tuning.group_by_user:
+        raise PulseError(f"feature '{features.history[0].name}' (kind user_history) needs folds "
+                         "grouped by user: with cv.group_by=none a fold model learns from later "
+                         "sessions whose history holds the held-out session's rating. Use "
+                         "cv.group_by=user_id.")
     groups = labeled["user_id"].to_numpy() if tuning.group_by_user else None
     folds = make_folds(len(y), tuning.n_splits, tuning.cv_seed, groups)
     fp = fingerprint(labeled, features)

@@ -68,4 +68,6 @@ def test_generic_chat_reads_convai2():
     assert set(frame["condition"].unique()) >= {"Bot 002", "Bot 006", "Bot 009", "Bot 011"}
     assert frame["user_id"].str.startswith("User").all()
     assert frame["user_message_count"].median() > 1
-    assert "started_at" not in frame.columns  # chats without timestamps: no start times
+    # each chat record's start_time (no offset = UTC): orders a user's chats (user_history)
+    assert frame["started_at"].notna().all()
+    assert frame["started_at"].iloc[0] == pd.Timestamp("2018-10-29T03:32:08.296Z")
