@@ -44,6 +44,14 @@ from pulse_ml import keys
 from pulse_ml import settings as shared
 from pulse_ml.config import Node, choice, flag
 from pulse_ml.errors import PulseError
+from pulse_ml.inference.decisions import (
+    RULE_TEXT,
+    check_guardrail_columns,
+    decide_all,
+    decision_lines,
+    decision_tags,
+    json_safe,
+)
 from pulse_ml.inference.effects import (
     CLUSTER_MODES,
     CaseStudyResult,
@@ -120,15 +128,19 @@ def json_records(frame: pd.DataFrame) -> list[dict]:
 
 def write_outputs(job: InferJob, effects: pd.DataFrame, results: list[CaseStudyResult],
                   meta: dict, truth: dict[str, float],
-                  lineage: dict | None = None) -> list[Path]:
-    """Write effects.{json,csv,md}, forest.png, the shift tables and report.html, all or none."""
+                  lineage: dict | None = None,
+                  decisions: list[dict] | None = None) -> list[Path]:
+    """Write effects.*, decisions.json, forest.png, the shift tables and report.html, or none."""
     from pulse_ml.env.atomic import staged_outputs
     from pulse_ml.report.html import inference_report
     from pulse_ml.report.plots import forest_plot
 
-    names = ("effects.json", "effects.csv", "effects.md", "forest.png", "features.csv",
-             "label_shift.csv", "prediction_shift.csv", "report.html")
+    names = ("effects.json", "effects.csv", "effects.md", "decisions.json", "forest.png",
+             "features.csv", "label_shift.csv", "prediction_shift.csv", "report.html")
     with staged_outputs(job.output) as out:
+        (out / "decisions.json").write_text(json.dumps(
+            {"rule": RULE_TEXT, "alpha": job.settings.alpha,
+             "decisions": json_safe(decisions or [])}, indent=2, default=str))
         write_csv(effects, out / "effects.csv")
         (out / "effects.json").write_text(json.dumps(
             {**meta, "effects": json_records(effects)}, indent=2, default=str))
@@ -159,7 +171,7 @@ def write_outputs(job: InferJob, effects: pd.DataFrame, results: list[CaseStudyR
 
 
 def log_run(job: InferJob, effects: pd.DataFrame, files: list[Path], version, meta,
-            raw: pd.DataFrame | None = None) -> str:
+            raw: pd.DataFrame | None = None, decisions: list[dict] | None = None) -> str:
     """Log the inference to experiment pulse-infer; returns the run id.
 
     The run is tagged with and linked to the model version it used (its logged model is a
@@ -169,16 +181,19 @@ def log_run(job: InferJob, effects: pd.DataFrame, files: list[Path], version, me
     from pulse_ml.registry.analysis import dataset_input
 
     metrics = {}
-    for row in effects.itertuples(index=False):
-        key = f"{row.case_study}.{row.estimator}"
+    several = effects.groupby(["case_study", "estimator"])["treatment"].transform("size") > 1
+    for row, multi in zip(effects.itertuples(index=False), several, strict=True):
+        key = (f"{row.case_study}.{row.treatment}" if multi else row.case_study) + \
+            f".{row.estimator}"
         metrics.update({f"{key}.effect": row.effect, f"{key}.ci_lower": row.ci_lower,
                         f"{key}.ci_upper": row.ci_upper})
         if row.estimator == "augmented":
-            metrics[f"{row.case_study}.ci_reduction_pct"] = row.ci_reduction_pct
+            metrics[key.rsplit(".", 1)[0] + ".ci_reduction_pct"] = row.ci_reduction_pct
     return runs.log_inference_run(
         f"infer-{job.mode}",
         tags={keys.KIND: keys.KIND_INFERENCE, keys.MODE: job.mode, keys.MODEL_URI: job.model_uri,
               keys.VALID_INTERVALS: str(bool(meta[keys.VALID_INTERVALS])).lower(),
+              **decision_tags(decisions or []),
               keys.MODEL_VERSION: "" if version is None else str(version.version),
               keys.MODEL_FAMILY: "" if version is None
               else (version.tags or {}).get(keys.FAMILY, "")},
@@ -283,8 +298,13 @@ def run_settings(job: InferJob) -> pd.DataFrame:
     if not table.case_studies:
         raise PulseError(f"{job.data_path}: no two-arm case study in column 'case_study'. Fill "
                          "case_study/condition for the sessions of each A/B test.")
-    results = [analyse(table, preds, study, job.settings) for study in table.case_studies]
+    check_guardrail_columns(table, table.case_studies)  # before any analysis
+    results = [analyse(table, preds, variant, job.settings) for study in table.case_studies
+               for variant in study.variants()]
     effects = effects_frame(results)
+    decisions = decide_all(table, [(r.study, r.comparison) for r in results],
+                           job.settings.alpha, valid=job.mode == "crossfit")
+    effects.attrs["decisions"] = decisions  # pipeline prints them first
     truth = load_ground_truth(job.data_path)
     meta = {**model.meta(), "mode": job.mode, "alpha": job.settings.alpha,
             "inference": job.inference,
@@ -308,8 +328,12 @@ def run_settings(job: InferJob) -> pd.DataFrame:
                keys.DATA_FINGERPRINT: tags.get(keys.DATA_FINGERPRINT, ""),
                **{k: tags[k] for k in (keys.CV_MSE, keys.CV_MAE, keys.CV_PEARSON) if k in tags},
                **({keys.GIT_COMMIT: commit} if (commit := model.git_commit) else {})}
-    files = write_outputs(job, effects, results, meta, truth, lineage)
-    run_id = log_run(job, effects, files, version, meta, raw) if job.log_mlflow else None
+    files = write_outputs(job, effects, results, meta, truth, lineage, decisions)
+    run_id = (log_run(job, effects, files, version, meta, raw, decisions) if job.log_mlflow
+              else None)
+    if job.print_table:
+        for line in decision_lines(decisions):
+            say(line)
     say(f"{model.describe()}; {job.mode} predictions ({n_oof} labeled sessions got "
         "their out-of-fold prediction)")
     if job.print_table:
