@@ -132,6 +132,21 @@ def _time_checks(frame: pd.DataFrame, arms: dict[str, np.ndarray],
     return warnings, max((hi - lo).total_seconds() / 86400.0, 1.0)
 
 
+def _srm_unit(study: CaseStudy, arms: dict[str, np.ndarray], codes: np.ndarray) -> str:
+    """What the SRM check counts: the randomized unit (declared, else inferred).
+
+    Users when declared (``randomization_unit: user``) or when no user has sessions in two
+    arms (then users were most likely assigned: counting their sessions would flag the
+    natural spread of sessions per user); sessions otherwise.
+    """
+    if study.randomization_unit == "session":
+        return "session"
+    seen = np.zeros(int(codes.max()) + 1 if codes.size else 0, dtype=np.int64)
+    for mask in arms.values():
+        seen[np.unique(codes[mask])] += 1
+    return "session" if (seen > 1).any() else "user"  # a declared user unit needs it too
+
+
 def decide_study(table: SessionTable, study: CaseStudy, comparisons: Sequence[ArmComparison],
                  alpha: float, valid: bool = True, codes: np.ndarray | None = None) -> list[dict]:
     """Checks, guardrails and the decision of each treatment of one case study.
@@ -155,8 +170,10 @@ def decide_study(table: SessionTable, study: CaseStudy, comparisons: Sequence[Ar
     cond = frame["condition"].to_numpy()
     arms = {c: in_study & (cond == c) for c in study.arms}
     split = study.split
-    srm = srm_test([int(m.sum()) for m in arms.values()],
-                   None if split is None else [split[c] for c in arms])
+    unit = _srm_unit(study, arms, codes)
+    units = ([int(m.sum()) for m in arms.values()] if unit == "session"
+             else [int(np.unique(codes[m]).size) for m in arms.values()])
+    srm = srm_test(units, None if split is None else [split[c] for c in arms])
     labeled = table.labeled
     rate, rated_users, rate_warnings = _rates(frame, arms, labeled, codes, study.control)
     time_warnings, days = _time_checks(frame, arms, study.control)
@@ -164,7 +181,7 @@ def decide_study(table: SessionTable, study: CaseStudy, comparisons: Sequence[Ar
     if srm.flagged:
         planned = "the declared split" if split else "equal shares (no split declared)"
         invalid.append(
-            f"sample-ratio mismatch: sessions per arm "
+            f"sample-ratio mismatch: {unit}s per arm "
             f"{', '.join(f'{c} {n:,}' for c, n in zip(arms, srm.counts, strict=True))} differ "
             f"from {planned} (chi-square p = {srm.p_value:.2g} < {SRM_ALPHA:g}); find why "
             "(assignment, logging, crashes) before reading any effect")
@@ -184,8 +201,9 @@ def decide_study(table: SessionTable, study: CaseStudy, comparisons: Sequence[Ar
     for t, c, v, g_rows in zip(study.all_treatments, comparisons, verdicts, rows, strict=True):
         for row in g_rows:
             row["passed"] = v.guardrail_passed.get(row["column"], row.get("passed"))
-        out.append(_record(study, t, c, v, g_rows, srm, rate, rated_users,
-                           [*rate_warnings, *time_warnings]))
+        rec = _record(study, t, c, v, g_rows, srm, rate, rated_users,
+                      [*rate_warnings, *time_warnings])
+        out.append({**rec, "srm_unit": unit})
     return out
 
 

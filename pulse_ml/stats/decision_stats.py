@@ -56,11 +56,29 @@ def srm_test(counts: ArrayLike, shares: ArrayLike | None = None,
     k = n.size
     p = np.full(k, 1.0 / k) if shares is None else np.asarray(shares, dtype=float)
     p = p / p.sum()
-    expected = n.sum() * p
-    chi2 = float(np.sum((n - expected) ** 2 / np.where(expected > 0, expected, np.inf)))
-    pval = float(stats.chi2.sf(chi2, k - 1)) if n.sum() > 0 else 1.0
+    chi2, pval = srm_statistics(n[None, :], p)
+    chi2, pval = float(chi2[0]), float(pval[0])
     return SrmResult(tuple(int(c) for c in n), tuple(float(s) for s in p), chi2, pval,
                      bool(pval < alpha))
+
+
+def srm_statistics(counts: ArrayLike, shares: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """Chi-square statistics and p-values of many experiments at once.
+
+    Args:
+        counts: ``(r, k)`` units per arm of r experiments.
+        shares: ``(k,)`` planned shares (sum 1).
+
+    Returns:
+        ``(chi2, p_value)``, each ``(r,)``; an experiment without units has p = 1.
+    """
+    n = np.asarray(counts, dtype=float)
+    p = np.asarray(shares, dtype=float)
+    expected = n.sum(axis=1, keepdims=True) * p[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        chi2 = np.where(expected > 0, (n - expected) ** 2 / expected, 0.0).sum(axis=1)
+    pval = np.where(n.sum(axis=1) > 0, stats.chi2.sf(chi2, n.shape[1] - 1), 1.0)
+    return chi2, pval
 
 
 @dataclass(frozen=True)
