@@ -246,8 +246,10 @@ def printable(effects: pd.DataFrame, truth: dict[str, float],
     """
     if alpha is None:
         alpha = effects.attrs.get("alpha", 0.05)
-    view = pd.DataFrame({
-        "case_study": effects["case_study"],
+    several = effects.groupby(["case_study", "estimator"])["case_study"].transform("size") > 1
+    view = pd.DataFrame({  # several treatments: case_study/treatment
+        "case_study": effects["case_study"].where(
+            ~several, effects["case_study"] + "/" + effects["treatment"].astype(str)),
         "estimator": [estimator_label(e) for e in effects["estimator"]],
         f"effect [{level_pct(alpha)}% CI]": [f"{e:+.3f} [{lo:+.3f}, {hi:+.3f}]" for e, lo, hi in
                             zip(effects["effect"], effects["ci_lower"], effects["ci_upper"],
