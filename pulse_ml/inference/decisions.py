@@ -265,11 +265,18 @@ def decide_all(table: SessionTable, comparisons: Sequence[tuple[CaseStudy, ArmCo
 
 
 def decision_tags(records: Sequence[dict]) -> dict[str, str]:
-    """MLflow tags ``decision.<case_study>`` (``.<treatment>`` with several treatments)."""
+    """MLflow tags ``decision.<case_study>`` (``.<treatment>`` with several treatments).
+
+    Names MLflow refuses in a key are made safe as metric keys are
+    (:func:`pulse_ml.names.metric_key`); ``decisions.json`` keeps them verbatim.
+    """
+    from pulse_ml.names import metric_key
+
     out = {}
     for r in records:
         name = f"{keys.DECISION}.{r['case_study']}"
-        out[name + (f".{r['treatment']}" if r["n_treatments"] > 1 else "")] = r["decision"]
+        name += f".{r['treatment']}" if r["n_treatments"] > 1 else ""
+        out[metric_key(name)] = r["decision"]
     return out
 
 

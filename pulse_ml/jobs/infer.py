@@ -166,7 +166,8 @@ def write_outputs(job: InferJob, effects: pd.DataFrame, results: list[CaseStudyR
                     for w in ws]  # the same warnings the terminal prints and effects.json keeps
         inference_report(out / "report.html", effects, meta, lineage or {}, out / "forest.png",
                          feats, shift, warnings=warnings, valid=job.mode != "in_sample",
-                         invalid_reason=IN_SAMPLE_WARNING, results_root=job.output.parent)
+                         invalid_reason=IN_SAMPLE_WARNING, results_root=job.output.parent,
+                         decisions=decisions or [], rule=RULE_TEXT)
     return [job.output / n for n in names]
 
 
