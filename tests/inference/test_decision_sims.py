@@ -11,29 +11,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from decision_sims import arm, mc_se
+from decision_sims import arm, cost_guards, mc_se, ship_rates
 
-from pulse_ml.inference.decision_rule import GuardrailCheck, Success, decide
+from pulse_ml.inference.decision_rule import Success, decide
 from pulse_ml.stats.arm_batch import compare_batch
-from pulse_ml.stats.decision_stats import cluster_mean_diff
 
 pytestmark = pytest.mark.slow
 ALPHA = 0.05
 NOMINAL = ALPHA / 2
 N, BIG_N = 175, 3500  # the demo's size: rated sessions per arm, 20 unrated per rated one
-
-
-def _ship_rates(batch, bound: float, guards=None) -> dict[str, float]:
-    """Share of experiments the rule ships, per estimator (guards: per rep, checks)."""
-    out = {}
-    for name, eff, se, df in (
-            ("naive", batch.naive_effect, batch.naive_se, batch.result.naive_df),
-            ("augmented", batch.aug_effect, batch.aug_se, batch.result.aug_df)):
-        ships = [decide([Success(e, s, d, bound)], [[] if guards is None else guards[i]],
-                        ALPHA, None, [])[0].decision == "ship"
-                 for i, (e, s, d) in enumerate(zip(eff, se, df, strict=True))]
-        out[name] = float(np.mean(ships))
-    return out
 
 
 def test_non_inferiority_false_ship_at_the_margin():
@@ -42,7 +28,7 @@ def test_non_inferiority_false_ship_at_the_margin():
     rng = np.random.default_rng(2201)
     control, _, _ = arm(rng, reps, N, BIG_N)
     treatment, _, _ = arm(rng, reps, N, BIG_N, effect=-margin, offset=10**7)
-    rates = _ship_rates(compare_batch(control, treatment), -margin)
+    rates = ship_rates(compare_batch(control, treatment), -margin)
     for name, rate in rates.items():
         limit = NOMINAL + 3 * mc_se(NOMINAL, reps)
         assert rate <= limit, f"{name}: false ship {rate:.4f} > {limit:.4f} ({reps} reps)"
@@ -83,11 +69,29 @@ def test_whole_rule_false_ship_under_the_null(case):
     control, cost_c, ids_c = arm(rng, reps, N, BIG_N)
     treatment, cost_t, ids_t = arm(rng, reps, N, BIG_N, effect=effect, cost_ratio=ratio,
                                    offset=10**7)
-    guards = []
-    for i in range(reps):
-        d = cluster_mean_diff(cost_c[i], ids_c, cost_t[i], ids_t, relative=True)
-        guards.append([GuardrailCheck("cost_usd", -d.effect, d.se, -cost_margin)])
-    rates = _ship_rates(compare_batch(control, treatment), -margin, guards)
+    guards = cost_guards(cost_c, ids_c, cost_t, ids_t, cost_margin)
+    rates = ship_rates(compare_batch(control, treatment), -margin, guards)
     for name, rate in rates.items():
         limit = NOMINAL + 3 * mc_se(NOMINAL, reps)
         assert rate <= limit, f"{case}, {name}: false ship {rate:.4f} > {limit:.4f}"
+
+
+def test_cheaper_model_ships_by_non_inferiority_where_superiority_does_not():
+    """Equal satisfaction, 20% lower cost, margin 0.15 stars, cost guardrail +5%: the rule ships
+    by non-inferiority in >= 80% of experiments, superiority in <= 10%.
+
+    At the demo's size (175 rated sessions per arm) these heavy-tailed users leave the PPI++
+    s.e. near 0.14 and non-inferiority ships in only ~19% (see the report); 80% needs ~2,000
+    rated sessions per arm here, the size this test uses (8,000 unrated per arm).
+    """
+    reps, n, big_n, margin = 400, 2000, 8000, 0.15
+    rng = np.random.default_rng(2205)
+    control, cost_c, ids_c = arm(rng, reps, n, big_n)
+    treatment, cost_t, ids_t = arm(rng, reps, n, big_n, effect=0.0, cost_ratio=0.8,
+                                   offset=10**7)
+    guards = cost_guards(cost_c, ids_c, cost_t, ids_t)
+    batch = compare_batch(control, treatment)
+    ni = ship_rates(batch, -margin, guards)["augmented"]
+    sup = ship_rates(batch, 0.0, guards)["augmented"]
+    assert ni >= 0.80, f"non-inferiority ships {ni:.3f} ({reps} reps)"
+    assert sup <= 0.10, f"superiority ships {sup:.3f}"
