@@ -120,7 +120,7 @@ def _table(reps: int = 2000) -> None:
     c, _, _ = arm(rng, reps, 175, 3500)
     batches = [compare_batch(c, arm(rng, reps, 175, 3500, offset=(j + 1) * 10**7)[0])
                for j in range(3)]
-    for est, holm_on in (("augmented", True), ("augmented", False)):
+    for holm_on in (True, False):
         any_ship = []
         for i in range(reps):
             succ = [Success(b.aug_effect[i], b.aug_se[i], b.result.aug_df[i], 0.0)
