@@ -274,6 +274,12 @@ def printable(effects: pd.DataFrame, truth: dict[str, float],
     return view
 
 
+def _label(result: CaseStudyResult, results: list[CaseStudyResult]) -> str:
+    """The case study's name, with ``/treatment`` when it has several treatments."""
+    several = sum(r.study.name == result.study.name for r in results) > 1
+    return f"{result.study.name}/{result.study.treatment}" if several else result.study.name
+
+
 def run(cfg: Node) -> pd.DataFrame:
     """Entry point of ``pulse-ml infer``."""
     return run_settings(settings_from_config(cfg))
@@ -311,7 +317,7 @@ def run_settings(job: InferJob) -> pd.DataFrame:
     truth = load_ground_truth(job.data_path)
     meta = {**model.meta(), "mode": job.mode, "alpha": job.settings.alpha,
             "inference": job.inference,
-            "randomization": {r.study.name: {
+            "randomization": {_label(r, results): {
                 "unit": r.randomization.unit, "n_assignments": r.randomization.n_assignments,
                 "exhaustive": r.randomization.exhaustive,
                 "statistic": r.randomization.statistic, "note": " ".join(r.notes)}
@@ -321,7 +327,7 @@ def run_settings(job: InferJob) -> pd.DataFrame:
             "n_labeled_without_oof": int(table.labeled.sum()) - n_oof
             if job.mode == "crossfit" else None,
             "notes": list(table.notes) + honesty_notes, "true_effects": truth or None,
-            "warnings": {r.study.name: list(r.comparison.warnings) for r in results
+            "warnings": {_label(r, results): list(r.comparison.warnings) for r in results
                          if r.comparison.warnings},
             keys.VALID_INTERVALS: job.mode == "crossfit",  # in-sample intervals are not valid
             **run_identity(version, raw)}
@@ -345,14 +351,14 @@ def run_settings(job: InferJob) -> pd.DataFrame:
         say(f"note: {note}")
     for r in results:
         for note in r.notes:
-            say(f"note: {r.study.name}: {note}")
+            say(f"note: {_label(r, results)}: {note}")
     if job.settings.reweight:
         say("note: reweight=true: labeled sessions are weighted by 1 / P(labeled | features, arm) "
             "(cross-fitted, users kept together), so both the naive and the PPI++ effect "
             "correct a labeled-vs-unlabeled shift; see prediction_shift.csv.")
     for r in results:
         for warning in r.comparison.warnings:
-            say(f"warning: {r.study.name}: {warning}")
+            say(f"warning: {_label(r, results)}: {warning}")
     # Feature-level shifts are named where the predictions shift enough to matter (the
     # comparison's own consequence-driven flag), not at a fixed rank-biserial.
     shifted = [(r.study.name, row) for r in results if len(r.shift) and r.comparison.shift_flagged
