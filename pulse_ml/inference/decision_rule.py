@@ -110,8 +110,12 @@ def decide(successes: list[Success], guardrails: list[list[GuardrailCheck]], alp
         v = Verdict("keep_collecting", level=level, holm_p=float(adjusted[i]), ci=ci)
         what = "above 0" if s.bound == 0 else f"above -{-s.bound:g} stars (the margin)"
         k_note = f" (Holm-adjusted over {len(successes)} treatments)" if len(successes) > 1 else ""
-        g_ok, g_bad, g_open, needs = [], [], [], []
+        g_ok, g_bad, g_open, g_none, needs = [], [], [], [], []
         for g in guardrails[i]:
+            if not (np.isfinite(g.good_side) and np.isfinite(g.se)):
+                v.guardrail_passed[g.column] = None
+                g_none.append(g.column)
+                continue
             qg = _q(alpha, float("inf"))
             lo, hi = g.good_side - qg * g.se, g.good_side + qg * g.se
             passed = lo > g.bound
@@ -141,9 +145,12 @@ def decide(successes: list[Success], guardrails: list[list[GuardrailCheck]], alp
             v.reasons.append(f"guardrail(s) not yet shown non-inferior: {', '.join(g_open)}")
         if g_ok:
             v.reasons.append(f"guardrail(s) non-inferior: {', '.join(g_ok)}")
+        if g_none:
+            v.reasons.append(f"guardrail(s) that cannot be checked (no value in an arm, or a "
+                             f"relative change of a zero mean): {', '.join(g_none)}")
         if g_bad or (not rejected[i] and ci[1] < s.bound):
             v.decision = "do_not_ship"
-        elif rejected[i] and not g_open:
+        elif rejected[i] and not g_open and not g_none:
             v.decision = "ship"
         else:
             stuck = [what for what, f in needs if not np.isfinite(f)]

@@ -195,7 +195,9 @@ def decide_study(table: SessionTable, study: CaseStudy, comparisons: Sequence[Ar
         pairs = [_guardrail(frame, (arms[study.control], arms[t]), codes, g, alpha)
                  for g in study.guardrails]
         rows.append([p[0] for p in pairs])
-        checks.append([p[1] for p in pairs if p[1] is not None])
+        nan = float("nan")  # a guardrail that cannot be checked blocks ship (decision_rule)
+        checks.append([p[1] or GuardrailCheck(g.column, nan, nan, -g.margin)
+                       for p, g in zip(pairs, study.guardrails, strict=True)])
     verdicts = decide(successes, checks, alpha, days, invalid)
     out = []
     for t, c, v, g_rows in zip(study.all_treatments, comparisons, verdicts, rows, strict=True):
