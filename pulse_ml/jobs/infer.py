@@ -13,6 +13,12 @@ and logs everything to MLflow experiment pulse-infer. In effects.csv/.json the P
 keep ``estimator = augmented`` (the value scripts and the MLflow metric names read); the
 terminal, effects.md, report.html and forest.png say PPI++.
 
+First it prints the decision of each case study and treatment (``ship``, ``do_not_ship``,
+``keep_collecting``, ``invalid``; sample-ratio and rating-rate checks, guardrails,
+non-inferiority, Holm over several treatments, as the case study declares them, or
+``declare.<name>.<key>=...``; see docs/decisions.md), also in decisions.json, the run's tags
+and report.html's cards.
+
 ``inference=randomization`` adds, beside the asymptotic interval, an exact randomization test
 and interval per case study: the randomized units (users when the case study declares
 ``randomization_unit: user`` or no user has sessions in both arms, else sessions) are
@@ -27,6 +33,7 @@ was trained on them): its intervals are too narrow and NOT valid.
 Examples:
     pulse-ml infer
     pulse-ml infer case_studies=[plan] clusters=none
+    pulse-ml infer 'declare.plan.decision={rule: non_inferiority, margin: 0.1}'
     pulse-ml infer case_studies=[plan] inference=randomization randomization.n_permutations=5000
     pulse-ml infer model_uri=models:/pulse-satisfaction/3 data.path=my_sessions.parquet
 """
