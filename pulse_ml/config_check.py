@@ -28,7 +28,7 @@ FILE_GROUPS = ("features", "model", "judge", "labeler")
 _FREE_GROUPS = ("features", "model")
 # Mappings whose keys are the user's (``tags.team=search``): any key below them is accepted,
 # and ``config.compose`` adds it (Hydra would want ``+tags.team=...``).
-FREE_MAPPINGS = ("tags",)
+FREE_MAPPINGS = ("tags", "declare")
 # Numeric settings that also take a word (checked by the job).
 _WORDS = {("plan", "design_effect"): ("estimate",)}
 

@@ -102,6 +102,7 @@ KIND_MONITOR = "monitor"
 KIND_AUDIT = "audit"
 MODE = "mode"                      # crossfit | in_sample: the predictions used
 VALID_INTERVALS = "valid_intervals"  # true | false: whether the run's printed intervals are valid
+DECISION = "decision"  # infer tag prefix: decision.<case_study>[.<treatment>] = ship | ...
 CASE_STUDY = "case_study"
 VERDICT = "verdict"                # the audit's verdict
 MODEL_NAME = "model_name"

@@ -32,7 +32,13 @@ def feature_set(cfg: Node) -> FeatureSet:
 def case_study_config(cfg: Node) -> dict[str, CaseStudy]:
     """Configured case studies (shipped ones plus ``case_study_dirs``)."""
     extra = list(cfg.get("case_study_dirs") or [])
-    return load_configured(extra)
+    return load_configured(extra, declared(cfg))
+
+
+def declared(cfg: Node) -> dict:
+    """``declare``: per case study, keys replacing its YAML file's (``{}`` = none)."""
+    declare = cfg.get("declare")
+    return declare.to_dict() if hasattr(declare, "to_dict") else dict(declare or {})
 
 
 def selected_case_studies(cfg: Node) -> list[str] | None:

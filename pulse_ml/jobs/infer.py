@@ -13,6 +13,12 @@ and logs everything to MLflow experiment pulse-infer. In effects.csv/.json the P
 keep ``estimator = augmented`` (the value scripts and the MLflow metric names read); the
 terminal, effects.md, report.html and forest.png say PPI++.
 
+First it prints the decision of each case study and treatment (``ship``, ``do_not_ship``,
+``keep_collecting``, ``invalid``; sample-ratio and rating-rate checks, guardrails,
+non-inferiority, Holm over several treatments, as the case study declares them, or
+``declare.<name>.<key>=...``; see docs/decisions.md), also in decisions.json, the run's tags
+and report.html's cards.
+
 ``inference=randomization`` adds, beside the asymptotic interval, an exact randomization test
 and interval per case study: the randomized units (users when the case study declares
 ``randomization_unit: user`` or no user has sessions in both arms, else sessions) are
@@ -27,6 +33,7 @@ was trained on them): its intervals are too narrow and NOT valid.
 Examples:
     pulse-ml infer
     pulse-ml infer case_studies=[plan] clusters=none
+    pulse-ml infer 'declare.plan.decision={rule: non_inferiority, margin: 0.1}'
     pulse-ml infer case_studies=[plan] inference=randomization randomization.n_permutations=5000
     pulse-ml infer model_uri=models:/pulse-satisfaction/3 data.path=my_sessions.parquet
 """
@@ -44,6 +51,14 @@ from pulse_ml import keys
 from pulse_ml import settings as shared
 from pulse_ml.config import Node, choice, flag
 from pulse_ml.errors import PulseError
+from pulse_ml.inference.decisions import (
+    RULE_TEXT,
+    check_guardrail_columns,
+    decide_all,
+    decision_lines,
+    decision_tags,
+    json_safe,
+)
 from pulse_ml.inference.effects import (
     CLUSTER_MODES,
     CaseStudyResult,
@@ -120,15 +135,19 @@ def json_records(frame: pd.DataFrame) -> list[dict]:
 
 def write_outputs(job: InferJob, effects: pd.DataFrame, results: list[CaseStudyResult],
                   meta: dict, truth: dict[str, float],
-                  lineage: dict | None = None) -> list[Path]:
-    """Write effects.{json,csv,md}, forest.png, the shift tables and report.html, all or none."""
+                  lineage: dict | None = None,
+                  decisions: list[dict] | None = None) -> list[Path]:
+    """Write effects.*, decisions.json, forest.png, the shift tables and report.html, or none."""
     from pulse_ml.env.atomic import staged_outputs
     from pulse_ml.report.html import inference_report
     from pulse_ml.report.plots import forest_plot
 
-    names = ("effects.json", "effects.csv", "effects.md", "forest.png", "features.csv",
-             "label_shift.csv", "prediction_shift.csv", "report.html")
+    names = ("effects.json", "effects.csv", "effects.md", "decisions.json", "forest.png",
+             "features.csv", "label_shift.csv", "prediction_shift.csv", "report.html")
     with staged_outputs(job.output) as out:
+        (out / "decisions.json").write_text(json.dumps(
+            {"rule": RULE_TEXT, "alpha": job.settings.alpha,
+             "decisions": json_safe(decisions or [])}, indent=2, default=str))
         write_csv(effects, out / "effects.csv")
         (out / "effects.json").write_text(json.dumps(
             {**meta, "effects": json_records(effects)}, indent=2, default=str))
@@ -154,12 +173,13 @@ def write_outputs(job: InferJob, effects: pd.DataFrame, results: list[CaseStudyR
                     for w in ws]  # the same warnings the terminal prints and effects.json keeps
         inference_report(out / "report.html", effects, meta, lineage or {}, out / "forest.png",
                          feats, shift, warnings=warnings, valid=job.mode != "in_sample",
-                         invalid_reason=IN_SAMPLE_WARNING, results_root=job.output.parent)
+                         invalid_reason=IN_SAMPLE_WARNING, results_root=job.output.parent,
+                         decisions=decisions or [], rule=RULE_TEXT)
     return [job.output / n for n in names]
 
 
 def log_run(job: InferJob, effects: pd.DataFrame, files: list[Path], version, meta,
-            raw: pd.DataFrame | None = None) -> str:
+            raw: pd.DataFrame | None = None, decisions: list[dict] | None = None) -> str:
     """Log the inference to experiment pulse-infer; returns the run id.
 
     The run is tagged with and linked to the model version it used (its logged model is a
@@ -169,16 +189,19 @@ def log_run(job: InferJob, effects: pd.DataFrame, files: list[Path], version, me
     from pulse_ml.registry.analysis import dataset_input
 
     metrics = {}
-    for row in effects.itertuples(index=False):
-        key = f"{row.case_study}.{row.estimator}"
+    several = effects.groupby(["case_study", "estimator"])["treatment"].transform("size") > 1
+    for row, multi in zip(effects.itertuples(index=False), several, strict=True):
+        key = (f"{row.case_study}.{row.treatment}" if multi else row.case_study) + \
+            f".{row.estimator}"
         metrics.update({f"{key}.effect": row.effect, f"{key}.ci_lower": row.ci_lower,
                         f"{key}.ci_upper": row.ci_upper})
         if row.estimator == "augmented":
-            metrics[f"{row.case_study}.ci_reduction_pct"] = row.ci_reduction_pct
+            metrics[key.rsplit(".", 1)[0] + ".ci_reduction_pct"] = row.ci_reduction_pct
     return runs.log_inference_run(
         f"infer-{job.mode}",
         tags={keys.KIND: keys.KIND_INFERENCE, keys.MODE: job.mode, keys.MODEL_URI: job.model_uri,
               keys.VALID_INTERVALS: str(bool(meta[keys.VALID_INTERVALS])).lower(),
+              **decision_tags(decisions or []),
               keys.MODEL_VERSION: "" if version is None else str(version.version),
               keys.MODEL_FAMILY: "" if version is None
               else (version.tags or {}).get(keys.FAMILY, "")},
@@ -231,8 +254,10 @@ def printable(effects: pd.DataFrame, truth: dict[str, float],
     """
     if alpha is None:
         alpha = effects.attrs.get("alpha", 0.05)
-    view = pd.DataFrame({
-        "case_study": effects["case_study"],
+    several = effects.groupby(["case_study", "estimator"])["case_study"].transform("size") > 1
+    view = pd.DataFrame({  # several treatments: case_study/treatment
+        "case_study": effects["case_study"].where(
+            ~several, effects["case_study"] + "/" + effects["treatment"].astype(str)),
         "estimator": [estimator_label(e) for e in effects["estimator"]],
         f"effect [{level_pct(alpha)}% CI]": [f"{e:+.3f} [{lo:+.3f}, {hi:+.3f}]" for e, lo, hi in
                             zip(effects["effect"], effects["ci_lower"], effects["ci_upper"],
@@ -254,6 +279,12 @@ def printable(effects: pd.DataFrame, truth: dict[str, float],
         view["truth"] = true
         view["covers"] = (effects["ci_lower"] <= true) & (true <= effects["ci_upper"])
     return view
+
+
+def _label(result: CaseStudyResult, results: list[CaseStudyResult]) -> str:
+    """The case study's name, with ``/treatment`` when it has several treatments."""
+    several = sum(r.study.name == result.study.name for r in results) > 1
+    return f"{result.study.name}/{result.study.treatment}" if several else result.study.name
 
 
 def run(cfg: Node) -> pd.DataFrame:
@@ -283,12 +314,17 @@ def run_settings(job: InferJob) -> pd.DataFrame:
     if not table.case_studies:
         raise PulseError(f"{job.data_path}: no two-arm case study in column 'case_study'. Fill "
                          "case_study/condition for the sessions of each A/B test.")
-    results = [analyse(table, preds, study, job.settings) for study in table.case_studies]
+    check_guardrail_columns(table, table.case_studies)  # before any analysis
+    results = [analyse(table, preds, variant, job.settings) for study in table.case_studies
+               for variant in study.variants()]
     effects = effects_frame(results)
+    decisions = decide_all(table, [(r.study, r.comparison) for r in results],
+                           job.settings.alpha, valid=job.mode == "crossfit")
+    effects.attrs["decisions"] = decisions  # pipeline prints them first
     truth = load_ground_truth(job.data_path)
     meta = {**model.meta(), "mode": job.mode, "alpha": job.settings.alpha,
             "inference": job.inference,
-            "randomization": {r.study.name: {
+            "randomization": {_label(r, results): {
                 "unit": r.randomization.unit, "n_assignments": r.randomization.n_assignments,
                 "exhaustive": r.randomization.exhaustive,
                 "statistic": r.randomization.statistic, "note": " ".join(r.notes)}
@@ -298,7 +334,7 @@ def run_settings(job: InferJob) -> pd.DataFrame:
             "n_labeled_without_oof": int(table.labeled.sum()) - n_oof
             if job.mode == "crossfit" else None,
             "notes": list(table.notes) + honesty_notes, "true_effects": truth or None,
-            "warnings": {r.study.name: list(r.comparison.warnings) for r in results
+            "warnings": {_label(r, results): list(r.comparison.warnings) for r in results
                          if r.comparison.warnings},
             keys.VALID_INTERVALS: job.mode == "crossfit",  # in-sample intervals are not valid
             **run_identity(version, raw)}
@@ -308,8 +344,12 @@ def run_settings(job: InferJob) -> pd.DataFrame:
                keys.DATA_FINGERPRINT: tags.get(keys.DATA_FINGERPRINT, ""),
                **{k: tags[k] for k in (keys.CV_MSE, keys.CV_MAE, keys.CV_PEARSON) if k in tags},
                **({keys.GIT_COMMIT: commit} if (commit := model.git_commit) else {})}
-    files = write_outputs(job, effects, results, meta, truth, lineage)
-    run_id = log_run(job, effects, files, version, meta, raw) if job.log_mlflow else None
+    files = write_outputs(job, effects, results, meta, truth, lineage, decisions)
+    run_id = (log_run(job, effects, files, version, meta, raw, decisions) if job.log_mlflow
+              else None)
+    if job.print_table:
+        for line in decision_lines(decisions):
+            say(line)
     say(f"{model.describe()}; {job.mode} predictions ({n_oof} labeled sessions got "
         "their out-of-fold prediction)")
     if job.print_table:
@@ -318,14 +358,14 @@ def run_settings(job: InferJob) -> pd.DataFrame:
         say(f"note: {note}")
     for r in results:
         for note in r.notes:
-            say(f"note: {r.study.name}: {note}")
+            say(f"note: {_label(r, results)}: {note}")
     if job.settings.reweight:
         say("note: reweight=true: labeled sessions are weighted by 1 / P(labeled | features, arm) "
             "(cross-fitted, users kept together), so both the naive and the PPI++ effect "
             "correct a labeled-vs-unlabeled shift; see prediction_shift.csv.")
     for r in results:
         for warning in r.comparison.warnings:
-            say(f"warning: {r.study.name}: {warning}")
+            say(f"warning: {_label(r, results)}: {warning}")
     # Feature-level shifts are named where the predictions shift enough to matter (the
     # comparison's own consequence-driven flag), not at a fixed rank-biserial.
     shifted = [(r.study.name, row) for r in results if len(r.shift) and r.comparison.shift_flagged

@@ -194,6 +194,7 @@ def run(cfg: Node) -> Monitoring:
 def run_settings(job: MonitorJob) -> Monitoring:
     """Monitor with typed settings: every check runs before anything is written or logged."""
     from pulse_ml.env.locations import check_outputs
+    from pulse_ml.inference.monitor_decisions import decision_line, look_decisions
     from pulse_ml.registry.analysis import open_model, run_line
     from pulse_ml.registry.lookup import require_model
     from pulse_ml.registry.store import store_locations
@@ -209,6 +210,7 @@ def run_settings(job: MonitorJob) -> Monitoring:
     data = honest_data(raw, job.data_path, ensemble, job.case_studies, job.only, "crossfit")
     table = data.table
     result = monitor(table, data.predictions, job.settings)
+    decisions = look_decisions(result)
     meta = {**model.meta(), "mode": "crossfit", "data": job.data_path, "alpha": job.settings.alpha,
             "clusters": "user_id" if job.settings.clusters else "none",
             "looks": job.settings.looks.describe(), "horizon_days": job.settings.horizon_days,
@@ -219,7 +221,8 @@ def run_settings(job: MonitorJob) -> Monitoring:
             "first_day": {s.name: str(d.date()) for s, d in
                           zip(result.data.studies, result.data.first_day, strict=True)},
             "notes": [*table.notes, *data.notes, *result.notes],
-            "warnings": list(result.warnings), **run_identity(version, raw)}
+            "warnings": list(result.warnings), **run_identity(version, raw),
+            "decisions": decisions.to_dict(orient="records")}
     files = write_outputs(job, result, meta)
     run_id = log_run(job, result, files, version, meta, raw) if job.log_mlflow else None
     say(f"{model.describe()}; honest predictions ({data.n_with_oof} labeled sessions "
@@ -231,6 +234,7 @@ def run_settings(job: MonitorJob) -> Monitoring:
         say(text_table(printable(result.frame, study.name)))
         for line in stop_lines(result.stops, result.frame, study.name):
             say(line)
+        say(decision_line(decisions, study.name))
     for note in meta["notes"]:
         say(f"note: {note}")
     for warning in result.warnings:

@@ -29,12 +29,13 @@ from pulse_ml.config import Node, choice, compose, flag
 from pulse_ml.errors import PulseError
 from pulse_ml.report.tables import level_pct, say, text_table
 from pulse_ml.sessions.readers import load_ground_truth
-from pulse_ml.settings import bounded, default_simulator_settings
+from pulse_ml.settings import bounded, declared, default_simulator_settings
 from pulse_ml.simulate.demo import ensure_demo_data
 
 
 def run(cfg: Node) -> dict:
     """Entry point of ``pulse-ml pipeline``."""
+    from pulse_ml.inference.decisions import decision_lines
     from pulse_ml.inference.effects import CLUSTER_MODES
     from pulse_ml.inference.honest import PREDICTION_MODES
     from pulse_ml.jobs import infer as infer_job
@@ -57,7 +58,8 @@ def run(cfg: Node) -> dict:
         "ppi": {"predictions": choice(cfg, "infer.predictions", "pipeline", PREDICTION_MODES)},
         "clusters": choice(cfg, "infer.clusters", "pipeline", CLUSTER_MODES),
         "output": str(cfg.infer.output),
-        "case_study_dirs": list(cfg.get("case_study_dirs") or [])}))
+        "case_study_dirs": list(cfg.get("case_study_dirs") or []),
+        "declare": declared(cfg)}))
     ensure_demo_data(base.data_path, flag(cfg, "data.simulate_if_missing", "pipeline", True),
                      default_simulator_settings)
     results = []
@@ -85,6 +87,10 @@ def run(cfg: Node) -> dict:
         "expected_ci_red_%": 100 * r.ci_reduction,
         "version": r.version or "-", "champion": r.promoted} for r in results])
     truth = load_ground_truth(str(cfg.data.path))
+    if effects is not None and effects.attrs.get("decisions"):
+        print("\n== decisions")
+        for line in decision_lines(effects.attrs["decisions"]):
+            say(line)
     print("\n== summary")
     print(text_table(fams, digits_of={"expected_ci_red_%": 1}))
     rule = results[0].rule if results else ""

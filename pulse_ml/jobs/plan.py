@@ -64,9 +64,19 @@ def run(cfg):
 
     require(cfg, "effect", "plan")
     effect = number(cfg, "effect", "plan")
-    if effect == 0:
+    margin = number(cfg, "margin", "plan", 0, None, open_interval=True, optional=True)
+    k = int(number(cfg, "treatments", "plan", 1, None, integer=True))
+    n_guard = int(number(cfg, "guardrails", "plan", 0, None, integer=True))
+    if effect == 0 and margin is None:
         raise PulseError("effect=0 cannot be detected; give the smallest effect that matters, "
-                         "e.g. effect=0.05.")
+                         "e.g. effect=0.05 (or margin=0.1 for non-inferiority).")
+    decision_note = _decision_note(effect, margin, k, n_guard)
+    if margin is not None:  # non-inferiority: the distance from the bound -margin
+        effect = effect + margin
+        if effect <= 0:
+            raise PulseError(f"effect + margin = {effect:g} <= 0: a treatment worse than the "
+                             "margin is never shown non-inferior; give the expected effect "
+                             "(e.g. effect=0) and a margin larger than its loss.")
     design = design_settings(cfg)
     deff, deff_source, per_user = design.deff, design.source, design.labels_per_user
     volumes = monitoring_settings(cfg, deff * (1.0 - design.arm_correlation))
@@ -85,6 +95,9 @@ def run(cfg):
     n_unl = number(cfg, "n_unlabeled", "plan", 0, None, integer=True)
     alpha = number(cfg, "alpha", "plan", 0, 1, open_interval=True)
     power = number(cfg, "power", "plan", alpha / 2, 1, open_interval=True)
+    if decision_note:  # Holm's first step is at alpha / k; all guardrails must pass (Spotify)
+        alpha, power = alpha / k, 1.0 - (1.0 - power) / (n_guard + 1)
+        say(decision_note)
     rho = float(rho)
     if rho <= 0:
         say(f"note: honest r {rho:.3f} <= 0: PPI++ sets lambda to 0 and gains nothing; "
@@ -96,8 +109,8 @@ def run(cfg):
     pred = ("calibrated predictions (s.d. r x sd)" if sd_pred is None
             else f"prediction s.d. {sd_pred:.3f}")
     say(textwrap.fill(
-          f"to detect an effect of {effect:+.3f} stars (two-sided alpha {cfg.alpha}, power "
-          f"{cfg.power}) with rating s.d. {float(sd):.3f}, honest r {float(rho):.3f} from "
+          f"to detect an effect of {effect:+.3f} stars (two-sided alpha {alpha:g}, power "
+          f"{power:g}) with rating s.d. {float(sd):.3f}, honest r {float(rho):.3f} from "
           f"{source}, {pred}, {n_unl:,} unlabeled sessions per arm, a users' design effect "
           f"of {deff:.2f} ({deff_source}) and {per_user:.2f} labels per user (degrees of "
           "freedom from the users)" + _shared_phrase(design) + ":", 100))
@@ -112,6 +125,23 @@ def run(cfg):
     if volumes is not None:
         monitoring(volumes, effect, float(sd), max(rho, 0.0), alpha, power)
     return plan
+
+
+def _decision_note(effect: float, margin: float | None, k: int, n_guard: int) -> str:
+    """What the decision rule changes in the plan (empty when it changes nothing)."""
+    parts = []
+    if margin is not None:
+        parts.append(f"non-inferiority at margin {margin:g}: the interval must clear "
+                     f"-{margin:g}, so the distance planned for is effect + margin = "
+                     f"{effect + margin:+.3f}")
+    if k > 1:
+        parts.append(f"{k} treatments vs one control, Holm-adjusted: alpha / {k} (its first "
+                     "step; the per-arm labels are for each treatment and the control)")
+    if n_guard:
+        parts.append(f"{n_guard} guardrail(s) that must all pass: power per test "
+                     f"1 - beta / {n_guard + 1} so the whole rule keeps the power (Spotify's "
+                     "risk-aware rule; each guardrail needs its own power on its metric)")
+    return ("decision rule: " + "; ".join(parts) + ".") if parts else ""
 
 
 def _shared_phrase(design: Design) -> str:

@@ -47,6 +47,7 @@ _TEMPLATE = """<!doctype html>
  .warning { background: #fdecea; border-left: 4px solid #d62728; padding: 0.6rem 1rem; }
  .note { color: #555; font-size: 0.85rem; }
  img { max-width: 100%; }
+{{ card_css }}
 </style>
 </head>
 <body>
@@ -54,16 +55,19 @@ _TEMPLATE = """<!doctype html>
 <p class="note">{{ subtitle }}</p>
 {% if not valid %}<p class="warning">{{ invalid_reason }}</p>{% endif %}
 {% for w in warnings %}<p class="warning">{{ w }}</p>{% endfor %}
-<h2>Effects (treatment − control, {{ level }}% intervals)</h2>
-{{ effects_table }}
+{% if decisions %}<h2>Decisions</h2>
+{{ decisions }}
+<p class="note">The rule: {{ rule }}</p>{% endif %}
 {% if forest %}<img alt="forest plot of the effects" src="data:image/png;base64,{{ forest }}">
 {% endif %}
-<h2>Model lineage</h2>
-{{ lineage_table }}
+<details><summary>Effects (treatment − control, {{ level }}% intervals)</summary>
+<div class="scroll">{{ effects_table }}</div></details>
+<details><summary>Model lineage</summary>
+<div class="scroll">{{ lineage_table }}</div></details>
 {% for section in sections %}
-<h2>{{ section.title }}</h2>
+<details><summary>{{ section.title }}</summary>
 {% if section.note %}<p class="note">{{ section.note }}</p>{% endif %}
-{{ section.table }}
+<div class="scroll">{{ section.table }}</div></details>
 {% endfor %}
 {% for n in notes %}<p class="note">note: {{ n }}</p>{% endfor %}
 </body>
@@ -110,7 +114,13 @@ def _built(path: Path) -> str:
     from datetime import UTC, datetime
 
     stamp = datetime.fromtimestamp(path.stat().st_mtime, UTC)
-    return f"built {stamp:%Y-%m-%d %H:%M} UTC from {path}"
+    return f"built {stamp:%Y-%m-%d %H:%M} UTC from {_short(path)}"
+
+
+def _short(path: Path | str) -> str:
+    """``folder/name`` of a result file: the page names no absolute local path."""
+    path = Path(path)
+    return f"{path.parent.name}/{path.name}" if path.parent.name else path.name
 
 
 def _matches(doc: Mapping, run: Mapping[str, object]) -> bool:
@@ -157,12 +167,12 @@ def _sibling_sections(root: Path, run: Mapping[str, object]) -> list[dict]:
         try:
             doc = json.loads(path.read_text())
         except (OSError, ValueError):
-            skipped.append(f"{path} (unreadable)")
+            skipped.append(f"{_short(path)} (unreadable)")
             continue
         if _matches(doc, run):
             sections.append(_audit_section(path))
         else:
-            skipped.append(str(path))
+            skipped.append(_short(path))
     monitor, doc_path = root / "monitor" / "monitor.csv", root / "monitor" / "monitor.json"
     if monitor.is_file():
         try:
@@ -177,7 +187,7 @@ def _sibling_sections(root: Path, run: Mapping[str, object]) -> list[dict]:
             sections.append({"title": "Monitoring (last look)", "note": _built(monitor),
                              "table": html_table(last)})
         else:
-            skipped.append(str(monitor))
+            skipped.append(_short(monitor))
     if skipped:
         sections.append({"title": "Results of other runs (not shown)", "table": "",
                          "note": "from another run, not matched (model version or data "
@@ -195,7 +205,8 @@ def inference_report(path: Path, effects: pd.DataFrame, meta: Mapping[str, objec
                      lineage: Mapping[str, object], forest: Path | None = None,
                      features: pd.DataFrame | None = None, shift: pd.DataFrame | None = None,
                      warnings: Sequence[str] = (), valid: bool = True,
-                     invalid_reason: str = "", results_root: Path | None = None) -> Path:
+                     invalid_reason: str = "", results_root: Path | None = None,
+                     decisions: Sequence[Mapping] = (), rule: str = "") -> Path:
     """Write ``report.html`` for one inference and return its path.
 
     Args:
@@ -212,9 +223,12 @@ def inference_report(path: Path, effects: pd.DataFrame, meta: Mapping[str, objec
         results_root: Folder holding ``audit/`` and ``monitor/`` results to include (default:
             the folder above the page's); only those whose JSON records this ``meta``'s
             ``model_version`` and ``data_fingerprint`` are shown.
+        decisions: The records of ``decisions.json``: one card each, at the top.
+        rule: The decision rule's wording (shown under the cards).
     """
     from jinja2 import Environment
 
+    from pulse_ml.report.decision_cards import CSS, cards
     from pulse_ml.report.tables import level_pct
 
     columns = [c for c in ("case_study", "control", "treatment", "estimator", "effect",
@@ -242,7 +256,7 @@ def inference_report(path: Path, effects: pd.DataFrame, meta: Mapping[str, objec
         title=f"Effects of {len(effects['case_study'].unique())} design change(s)",
         subtitle=(f"model {meta.get('model')} (version {meta.get(keys.MODEL_VERSION)}, "
                   f"{meta.get(keys.MODEL_FAMILY)}, features '{meta.get(keys.FEATURE_SET)}'); "
-                  f"{meta.get('mode')} predictions; data {meta.get('data')}"),
+                  f"{meta.get('mode')} predictions; data {Path(str(meta.get('data'))).name}"),
         level=level_pct(float(meta.get("alpha", 0.05))),
         effects_table=_markup(html_table(view, table_id="effects")),
         forest=_image(forest),
@@ -250,7 +264,8 @@ def inference_report(path: Path, effects: pd.DataFrame, meta: Mapping[str, objec
             {"key": list(lineage), "value": [str(v) for v in lineage.values()]}))),
         sections=[{**s, "table": _markup(s["table"])} for s in sections],
         notes=list(meta.get("notes") or []), warnings=list(warnings), valid=valid,
-        invalid_reason=invalid_reason)
+        invalid_reason=invalid_reason, card_css=_markup(CSS), rule=rule,
+        decisions=_markup(cards(decisions)) if decisions else "")
     path.write_text(page, encoding="utf-8")
     return path
 

@@ -49,6 +49,10 @@ def forest_figure(effects: pd.DataFrame, truth: dict[str, float] | None = None,
     from pulse_ml.report.tables import level_pct
 
     plt = pyplot()
+    several = effects.groupby(["case_study", "estimator"])["case_study"].transform("size") > 1
+    if several.any():  # several treatments: one row per case study/treatment
+        effects = effects.assign(case_study=effects["case_study"].where(
+            ~several, effects["case_study"] + "/" + effects["treatment"].astype(str)))
     studies = list(dict.fromkeys(effects["case_study"]))
     height = 2.2 + 0.9 * len(studies)
     fig, ax = plt.subplots(figsize=(10.5, height))

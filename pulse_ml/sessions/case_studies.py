@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pulse_ml.env.paths import catalog_dir
 from pulse_ml.errors import PulseError
+from pulse_ml.sessions.declarations import Guardrail, merge, parse
 from pulse_ml.yaml_limits import load_yaml_text
 
 if TYPE_CHECKING:  # pandas is not imported at run time: the CLI's early checks stay fast
@@ -34,6 +35,12 @@ class CaseStudy:
         randomization_unit: What was randomized, ``"user"`` or ``"session"`` (key
             ``randomization_unit``); ``None`` = not declared (randomization inference then
             infers it from the data and says so).
+        treatments: Every treatment condition (several variants against one control; the
+            first is ``treatment``); empty = ``(treatment,)``.
+        split: Planned share of sessions per condition (the SRM check); ``None`` = equal.
+        rule: Decision rule of the rating effect, ``superiority`` or ``non_inferiority``.
+        margin: Non-inferiority margin in stars (``rule == "non_inferiority"``).
+        guardrails: Fully observed session metrics that must not get worse.
     """
 
     name: str
@@ -43,6 +50,27 @@ class CaseStudy:
     configured: bool = True
     paper: Mapping[str, tuple[float, float, float]] | None = None
     randomization_unit: str | None = None
+    treatments: tuple[str, ...] = ()
+    split: Mapping[str, float] | None = None
+    rule: str = "superiority"
+    margin: float | None = None
+    guardrails: tuple[Guardrail, ...] = ()
+
+    @property
+    def all_treatments(self) -> tuple[str, ...]:
+        """Every treatment condition (``(treatment,)`` for a two-arm case study)."""
+        return self.treatments or (self.treatment,)
+
+    @property
+    def arms(self) -> tuple[str, ...]:
+        """The control followed by every treatment."""
+        return (self.control, *self.all_treatments)
+
+    def variants(self) -> list[CaseStudy]:
+        """One two-arm case study per treatment (itself when there is one treatment)."""
+        if len(self.all_treatments) == 1:
+            return [self]
+        return [replace(self, treatment=t, treatments=(t,)) for t in self.all_treatments]
 
 
 def from_mapping(node: Mapping, default_name: str = "") -> CaseStudy:
@@ -59,24 +87,30 @@ def from_mapping(node: Mapping, default_name: str = "") -> CaseStudy:
         raise PulseError(f"case study '{name}': randomization_unit={unit!r} is not a "
                          f"randomization unit. Set it in conf/catalog/case_studies/{name}.yaml "
                          f"(or your case_study_dirs file) to {options}.")
+    declared = parse(name, node, str(node["control"]))
     return CaseStudy(
         name=name,
         control=str(node["control"]),
-        treatment=str(node["treatment"]),
+        treatment=declared.treatments[0],
         description=str(node.get("description", "")),
         configured=True,
         paper={k: tuple(float(x) for x in v) for k, v in paper.items()} if paper else None,
         randomization_unit=None if unit is None else str(unit),
+        treatments=declared.treatments if len(declared.treatments) > 1 else (),
+        split=declared.split, rule=declared.rule, margin=declared.margin,
+        guardrails=declared.guardrails,
     )
 
 
-def load_configured(extra_dirs: Iterable[str | Path] = ()) -> dict[str, CaseStudy]:
+def load_configured(extra_dirs: Iterable[str | Path] = (),
+                    overrides: Mapping[str, Mapping] | None = None) -> dict[str, CaseStudy]:
     """Read every ``case_study/*.yaml`` under the config dir and any ``extra_dirs``.
 
     Files in ``extra_dirs`` (a user's own folder of case-study YAML files) override shipped ones
-    with the same name.
+    with the same name; ``overrides`` (the command line's ``declare.<name>.<key>=...``) replace
+    keys of a case study's file, or declare a new case study when it names all its keys.
     """
-    studies: dict[str, CaseStudy] = {}
+    nodes: dict[str, Mapping] = {}
     dirs = [catalog_dir("case_studies"), *(Path(d) for d in extra_dirs)]
     for folder in dirs:
         if not folder.is_dir():
@@ -85,8 +119,16 @@ def load_configured(extra_dirs: Iterable[str | Path] = ()) -> dict[str, CaseStud
             continue
         for path in sorted(folder.glob("*.y*ml")):
             node = load_yaml_text(path, path.read_text()) or {}
-            study = from_mapping(node, default_name=path.stem)
-            studies[study.name] = study
+            nodes[str(node.get("name") or path.stem)] = {"name": path.stem, **node}
+    for name, override in (overrides or {}).items():
+        if not isinstance(override, Mapping):
+            raise PulseError(f"declare.{name}={override!r}: give keys, e.g. "
+                             f"declare.{name}.decision.margin=0.1.")
+        nodes[str(name)] = merge(nodes.get(str(name), {"name": str(name)}), override)
+    studies: dict[str, CaseStudy] = {}
+    for name, node in nodes.items():
+        study = from_mapping(node, default_name=name)
+        studies[study.name] = study
     return studies
 
 
@@ -198,7 +240,8 @@ def check_case_studies(out: pd.DataFrame, configured: Mapping[str, CaseStudy],
     labeled = out["rating"].notna()
     for study in studies:
         in_study = out["case_study"] == study.name
-        for role, arm in (("control", study.control), ("treatment", study.treatment)):
+        for role, arm in (("control", study.control),
+                          *(("treatment", t) for t in study.all_treatments)):
             rows = in_study & (out["condition"] == arm)
             n_lab = int((rows & labeled).sum())
             if not rows.any():
@@ -211,7 +254,7 @@ def check_case_studies(out: pd.DataFrame, configured: Mapping[str, CaseStudy],
                                 f"'{arm}' has {n_lab} labeled session(s); at least "
                                 f"{MIN_LABELED_PER_ARM} rated sessions per arm are needed "
                                 "for an interval. Collect ratings or drop the case study.")
-        extra = set(conds.get(study.name, [])) - {study.control, study.treatment}
+        extra = set(conds.get(study.name, [])) - set(study.arms)
         if study.configured and extra:
             notes.append(f"case study '{study.name}': sessions with condition(s) "
                          f"{', '.join(sorted(extra))} are ignored.")

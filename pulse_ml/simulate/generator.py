@@ -14,6 +14,10 @@ Time: every arm (the default sessions too) runs over ``days`` days from ``start_
 the same volume each day: its labeled and its unlabeled sessions are each spread evenly over the
 days in a seeded random order, at a uniform time of day (``started_at``). A session's rating
 arrives with it, so the labeled sessions visible on day d are those started by then.
+
+Cost (``cost_usd``, the demo's guardrail, synthetic): ``COST_PER_MESSAGE`` per user message
+times lognormal noise (mean 1), times the case study's ``cost_ratio`` in its treatment arm
+(default 1: same cost). Drawn from a stream of its own, so every other column is unchanged.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ FEATURE_COLUMNS: tuple[str, ...] = (
 )
 ID_COLUMNS: tuple[str, ...] = ("session_id", "user_id", "case_study", "condition", "rating",
                                "n_ratings", "started_at")
+GUARDRAIL_COLUMNS: tuple[str, ...] = ("cost_usd",)  # fully observed session metrics
 TEXT_COLUMN = "user_text"  # templated user messages (synthetic signal, see simulate/text.py)
 MAX_SEGMENTS = 3
 
@@ -244,6 +249,22 @@ def _user_text(rng: np.random.Generator, pop: dict[str, np.ndarray],
                       settings.text_signal)
 
 
+COST_PER_MESSAGE = 0.03  # USD per user message of a session (the demo's guardrail, synthetic)
+COST_SD = 0.6            # s.d. of the session's log-cost around it
+
+
+def _costs(rng: np.random.Generator, pop: dict[str, np.ndarray],
+           settings: SimulateSettings) -> np.ndarray:
+    """``cost_usd`` per session: messages x price x lognormal noise, x the treatment's ratio."""
+    ratio = dict(settings.cost_ratio)
+    treated = np.array([ratio.get(str(cs), 1.0) if str(cs) else 1.0
+                        for cs in pop["arm_case_study"]])
+    is_treatment = np.array([i > 0 and i % 2 == 0 for i in range(len(pop["arm_case_study"]))])
+    arm_ratio = np.where(is_treatment, treated, 1.0)[pop["arm"]]
+    noise = np.exp(rng.normal(-COST_SD ** 2 / 2, COST_SD, len(pop["arm"])))
+    return np.round(COST_PER_MESSAGE * pop["user_message_count"] * noise * arm_ratio, 5)
+
+
 def _frame(pop: dict[str, np.ndarray]) -> tuple[pd.DataFrame, pd.DataFrame]:
     n = len(pop["arm"])
     session_id = _ids("s", np.arange(n), 6)
@@ -334,6 +355,9 @@ def simulate(settings: SimulateSettings) -> SimulationResult:
                                      pop["labeled"].astype(np.int64), settings)
     pop[TEXT_COLUMN] = _user_text(np.random.default_rng(seeds[7]), pop, settings)
     sessions, segments = _frame(pop)
+    # A ninth stream (the first eight are unchanged): the cost guardrail, drawn last.
+    sessions["cost_usd"] = _costs(np.random.default_rng(
+        np.random.SeedSequence(settings.seed).spawn(9)[8]), pop, settings)
     truth = _ground_truth(settings, seeds, intercept, direct, mediated)
     return SimulationResult(sessions, segments, truth)
 

@@ -49,3 +49,4 @@ class SimulateSettings:
     days: int = 21
     start_date: str = "2025-06-02"
     text_signal: float = 0.5
+    cost_ratio: tuple[tuple[str, float], ...] = ()  # (case study, treatment/control cost) pairs

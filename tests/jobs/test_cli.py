@@ -168,6 +168,7 @@ def test_every_verb_fits_100_columns_on_the_demo(small_demo, pulse_home, cli, tm
                    "MLFLOW_TRACKING_URI": f"sqlite:///{own / 'mlruns' / 'mlflow.db'}"})
     assert res.returncode == 0, res.stderr
     assert "== summary" in res.stdout and (own / "pipe" / "effects.csv").is_file()
+    assert res.stdout.index("== decisions") < res.stdout.index("== summary")  # decisions first
     lines = (res.stdout + res.stderr).splitlines()
     assert [line for line in lines if len(line) > 100 and " " in line.strip()] == []
     assert "tuning lightgbm" in res.stderr  # the bars were drawn (and measured above)

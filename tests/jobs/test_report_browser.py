@@ -45,6 +45,8 @@ def test_report_loads_without_console_errors_and_shows_effects(small_demo, pulse
         assert errors == []
         from selenium.webdriver.common.by import By
 
+        for summary in driver.find_elements(By.TAG_NAME, "summary"):
+            summary.click()  # the detail tables are collapsed under the decisions
         table = driver.find_element(By.ID, "effects")
         headers = [th.text for th in table.find_elements(By.TAG_NAME, "th")]
         rows = [[td.text for td in tr.find_elements(By.TAG_NAME, "td")]
@@ -58,6 +60,48 @@ def test_report_loads_without_console_errors_and_shows_effects(small_demo, pulse
                 assert cell[key] == f"{want[key]:.3f}"
         image = driver.find_element(By.TAG_NAME, "img")
         assert driver.execute_script("return arguments[0].naturalWidth", image) > 100
+    finally:
+        driver.quit()
+
+
+def test_report_leads_with_decision_cards_equal_to_decisions_json(small_demo, pulse_home):
+    """One card per case study, first on the page, saying what decisions.json says; the page
+    fits 1280 px without horizontal scrolling and names no absolute local path."""
+    train.run(compose("train", [f"data.path={small_demo}", "tuning.n_trials=2",
+                                "progress=false", "model=ordinal_logit"]))
+    infer.run(compose("infer", [
+        f"data.path={small_demo}", "permutations=500", "log_mlflow=false",
+        "declare.plan.guardrails.cost_usd={better: lower, margin: 0.5, relative: true}",
+        "declare.claude4_vs_gpt5.decision={rule: non_inferiority, margin: 3}"]))
+    out = pulse_home / "results" / "infer"
+    records = json.loads((out / "decisions.json").read_text())["decisions"]
+    driver = _driver()
+    try:
+        driver.set_window_size(1280, 900)
+        driver.get((out / "report.html").as_uri())
+        from selenium.webdriver.common.by import By
+
+        assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
+        first = driver.find_element(By.CSS_SELECTOR, "h2")
+        assert first.text == "Decisions"
+        cards = driver.find_elements(By.CSS_SELECTOR, "#decisions .card")
+        assert len(cards) == len(records) == 2
+        for card, want in zip(cards, records, strict=True):
+            assert card.get_attribute("data-case-study") == want["case_study"]
+            assert card.find_element(By.CLASS_NAME, "decision").text == want["decision"]
+            assert card.find_element(By.CLASS_NAME, "effect").text == f"{want['effect']:+.3f}"
+            assert card.find_element(By.CLASS_NAME, "interval").text == (
+                f"[{want['ci_lower']:+.3f}, {want['ci_upper']:+.3f}]")
+            shown = [li.text for li in card.find_elements(By.TAG_NAME, "li")]
+            assert shown[:len(want["reasons"])] == want["reasons"]
+            rows = card.find_elements(By.CSS_SELECTOR, "tr.guardrail")
+            assert len(rows) == len(want["guardrails"])
+        assert {r["decision"] for r in records} >= {"ship"}
+        width = driver.execute_script("return [document.documentElement.scrollWidth, "
+                                      "document.documentElement.clientWidth]")
+        assert width[0] <= width[1], width
+        assert str(pulse_home) not in driver.page_source
+        assert str(small_demo.parent) not in driver.page_source
     finally:
         driver.quit()
 
@@ -90,6 +134,11 @@ def test_report_shows_hostile_names_as_text(small_demo, pulse_home, tmp_path, tr
         assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
         assert driver.find_elements(By.CSS_SELECTOR, "img[src='x']") == []
         assert driver.find_elements(By.CSS_SELECTOR, "#effects b") == []
+        for summary in driver.find_elements(By.TAG_NAME, "summary"):
+            summary.click()  # the detail tables are collapsed under the decisions
+        cards = {c.get_attribute("data-case-study")
+                 for c in driver.find_elements(By.CSS_SELECTOR, "#decisions .card")}
+        assert names["plan"] in cards  # a card's names are text too
         table = driver.find_element(By.ID, "effects")
         shown = {td.text for td in table.find_elements(By.CSS_SELECTOR, "tbody td")}
         assert names["plan"] in shown and names["claude4_vs_gpt5"] in shown, sorted(shown)

@@ -8,7 +8,13 @@ import pytest
 from pulse_ml.config import compose
 from pulse_ml.errors import PulseError
 from pulse_ml.settings import simulator_settings as settings_from_config
-from pulse_ml.simulate.generator import FEATURE_COLUMNS, ID_COLUMNS, TEXT_COLUMN, simulate
+from pulse_ml.simulate.generator import (
+    FEATURE_COLUMNS,
+    GUARDRAIL_COLUMNS,
+    ID_COLUMNS,
+    TEXT_COLUMN,
+    simulate,
+)
 from pulse_ml.simulate.model import CATEGORIES, SENTIMENTS
 from pulse_ml.simulate.summary import calibration_figures, rank_biserial
 
@@ -43,7 +49,8 @@ def test_default_settings_match_the_paper_defaults(default_settings):
 
 def test_schema_and_dtypes(default_result):
     df = default_result.sessions
-    assert list(df.columns) == list(ID_COLUMNS + FEATURE_COLUMNS + (TEXT_COLUMN,))
+    assert list(df.columns) == list(ID_COLUMNS + FEATURE_COLUMNS + (TEXT_COLUMN,)
+                                    + GUARDRAIL_COLUMNS)
     assert df["session_id"].is_unique
     assert df["session_id"].iloc[0] == "s000001" and df["user_id"].str.match(r"^u\d{5}$").all()
     for col in ("n_ratings", "user_message_count") + FEATURE_COLUMNS[3:]:

@@ -1,0 +1,74 @@
+"""``monitor`` gives the decision at every look: superiority and non-inferiority on the PPI++
+confidence sequence, and the sample-ratio check per look."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import mlflow
+import numpy as np
+import pandas as pd
+import pytest
+
+from pulse_ml.config import compose
+from pulse_ml.jobs import monitor, train
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory, mlflow_template, small_demo):
+    """A project root with a champion trained on the small demo table (once per module)."""
+    root = tmp_path_factory.mktemp("monitor-decisions-home")
+    (root / "mlruns").mkdir()
+    shutil.copy(mlflow_template, root / "mlruns" / "mlflow.db")
+    uri = f"sqlite:///{root / 'mlruns' / 'mlflow.db'}"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PULSE_HOME", str(root))
+        mp.setenv("MLFLOW_TRACKING_URI", uri)
+        mlflow.set_tracking_uri(uri)
+        mlflow.set_registry_uri(uri)
+        train.run(compose("train", [f"data.path={small_demo}", "tuning.n_trials=1",
+                                    "progress=false", "model=lightgbm"]))
+        yield root
+    mlflow.set_tracking_uri(None)
+    mlflow.set_registry_uri(None)
+
+
+def _run(data, out, *overrides) -> tuple[pd.DataFrame, pd.DataFrame]:
+    monitor.run(compose("monitor", [f"data.path={data}", f"output={out}", "log_mlflow=false",
+                                    *overrides]))
+    meta = json.loads((out / "monitor.json").read_text())
+    return pd.DataFrame(meta["decisions"]), pd.read_csv(out / "monitor.csv")
+
+
+def test_decision_at_every_look_follows_the_sequence(home, small_demo, tmp_path, capsys):
+    """plan under non-inferiority with a 2-star margin ships once its sequence is above -2;
+    claude4_vs_gpt5 (superiority) keeps collecting while its sequence includes 0."""
+    decisions, frame = _run(small_demo, tmp_path / "out",
+                            "declare.plan.decision={rule: non_inferiority, margin: 2}")
+    printed = capsys.readouterr().out
+    assert "decision at each look (non-inferiority, PPI++ sequence)" in printed
+    aug = frame[frame["estimator"] == "augmented"].merge(decisions, on=["case_study", "look"])
+    assert len(aug) == len(decisions) == 2 * 21  # every look of both case studies
+    bound = np.where(aug["case_study"] == "plan", -2.0, 0.0)
+    want = np.select([aug["cs_lower"] > bound, aug["cs_upper"] < bound],
+                     ["ship", "do_not_ship"], "keep_collecting")
+    assert (aug["decision"] == want).all()
+    plan = aug[aug["case_study"] == "plan"]
+    assert plan["decision"].iloc[-1] == "ship" and (plan["decision"] == "ship").sum() > 10
+    assert (plan.loc[plan["cs_lower"].isna(), "decision"] == "keep_collecting").all()
+
+
+def test_sample_ratio_mismatch_makes_looks_invalid(home, small_demo, tmp_path):
+    """Half of gpt-5's sessions from day 8 on are lost: the looks after are invalid."""
+    frame = pd.read_parquet(small_demo)
+    late = pd.to_datetime(frame["started_at"], utc=True) >= pd.Timestamp("2025-06-09", tz="UTC")
+    arm = (frame["case_study"] == "claude4_vs_gpt5") & (frame["condition"] == "gpt-5")
+    lost = frame[arm & late & frame["rating"].isna()].sample(frac=0.6, random_state=1).index
+    path = tmp_path / "lost.parquet"
+    frame.drop(index=lost).to_parquet(path)
+    decisions, _ = _run(path, tmp_path / "out")
+    gpt = decisions[decisions["case_study"] == "claude4_vs_gpt5"].set_index("day")
+    assert (gpt.loc[:7, "decision"] != "invalid").all()
+    assert gpt.loc[21, "decision"] == "invalid" and gpt.loc[21, "srm_p_value"] < 0.001 / 21
+    assert (decisions[decisions["case_study"] == "plan"]["decision"] != "invalid").all()
