@@ -102,13 +102,14 @@ def run(cfg) -> RequestResult:
     say(f"{model.describe()}; error model '{err.choice}' "
         f"(out-of-fold MSE of the squared error {err.gain_pct:+.1f}% vs constant)")
     say(f"asking by sqrt(expected squared error), {how}, seed={s.seed}")
-    arms = result.arms.rename(columns={"case_study": "case study", "expected_asks": "expected",
-                                       "min_prob": "min prob", "max_prob": "max prob",
-                                       "width_ratio": "width vs uniform"})
+    arms = result.arms.assign(case_study=result.arms["case_study"].replace("", "(none)"))
+    arms = arms.sort_values(["case_study", "condition"], kind="stable").rename(columns={
+        "case_study": "case study", "expected_asks": "expected", "min_prob": "min prob",
+        "max_prob": "max prob", "width_ratio": "width ratio"})
     say(text_table(arms, digits=3))
     say(f"expected PPI++ width vs uniform asking at the same budget: {result.width_ratio:.3f} "
         f"(~{100 * result.labels_saved:.0f}% fewer ratings at equal width, if the error model "
-        "holds on these sessions)")
+        "holds on these sessions; width ratio: per arm)")
     for note in result.notes:
         say(f"note: {note}")
     say(f"{len(result.requests)} sessions in {result.seconds:.1f} s; "

@@ -25,7 +25,7 @@ import pandas as pd
 
 from pulse_ml.sessions.feature_sets import FeatureSet
 
-__all__ = ["ErrorModel", "fit_error_model", "CANDIDATES"]
+__all__ = ["ErrorModel", "fit_error_model", "oof_predictions", "CANDIDATES"]
 
 # name -> HistGradientBoostingRegressor settings (None: the constant mean squared error)
 CANDIDATES: dict[str, dict | None] = {
@@ -104,6 +104,23 @@ def _regressor(spec: dict, n: int, is_cat: np.ndarray):
         categorical_features=is_cat if is_cat.any() else None, random_state=0)
 
 
+def oof_predictions(x: np.ndarray, e2: np.ndarray, folds: np.ndarray, spec: dict | None,
+                    is_cat: np.ndarray) -> np.ndarray:
+    """One candidate's out-of-fold predicted squared errors: fold k from the other folds only.
+
+    The floor is the other folds' mean too, so nothing of fold k's residuals reaches fold k.
+    """
+    out = np.empty(e2.size)
+    for k in np.unique(folds):
+        test = folds == k
+        if spec is None:
+            out[test] = e2[~test].mean()
+        else:
+            model = _regressor(spec, int((~test).sum()), is_cat).fit(x[~test], e2[~test])
+            out[test] = np.maximum(model.predict(x[test]), FLOOR_SHARE * e2[~test].mean())
+    return out
+
+
 def fit_error_model(frame: pd.DataFrame, y: np.ndarray, oof: np.ndarray, folds: np.ndarray,
                     features: FeatureSet) -> ErrorModel:
     """Learn the expected squared error from honest residuals, inside the CV folds.
@@ -116,7 +133,9 @@ def fit_error_model(frame: pd.DataFrame, y: np.ndarray, oof: np.ndarray, folds: 
         features: The model's feature set.
 
     Returns:
-        The fitted error model; its ``oof`` never used a session's own fold.
+        The fitted error model; its ``oof`` never used a session's own fold's residuals (the
+        choice among the few candidates compares their out-of-fold errors over all folds, as
+        the model's own tuning does).
     """
     e2 = (np.asarray(y, float) - np.asarray(oof, float)) ** 2
     columns = _columns(features)
@@ -124,21 +143,11 @@ def fit_error_model(frame: pd.DataFrame, y: np.ndarray, oof: np.ndarray, folds: 
             for c in features.of_kind("categorical")}
     x = design(frame, columns, cats, oof)
     is_cat = np.array([c in cats for c in columns] + [False])
-    floor = FLOOR_SHARE * float(e2.mean())
-    preds: dict[str, np.ndarray] = {}
-    for name, spec in CANDIDATES.items():
-        out = np.empty(e2.size)
-        for k in np.unique(folds):
-            test = folds == k
-            if spec is None:
-                out[test] = e2[~test].mean()
-            else:
-                model = _regressor(spec, int((~test).sum()), is_cat).fit(x[~test], e2[~test])
-                out[test] = np.maximum(model.predict(x[test]), FLOOR_SHARE * e2[~test].mean())
-        preds[name] = out
+    preds = {name: oof_predictions(x, e2, folds, spec, is_cat)
+             for name, spec in CANDIDATES.items()}
     cv_mse = {name: float(np.mean((p - e2) ** 2)) for name, p in preds.items()}
     choice = min(cv_mse, key=lambda k: (cv_mse[k], k != "constant"))
     spec = CANDIDATES[choice]
     model = None if spec is None else _regressor(spec, e2.size, is_cat).fit(x, e2)
     return ErrorModel(choice=choice, columns=columns, categories=cats, mean_sq=float(e2.mean()),
-                      model=model, oof=np.maximum(preds[choice], floor), cv_mse=cv_mse)
+                      model=model, oof=preds[choice], cv_mse=cv_mse)

@@ -18,7 +18,7 @@ from scipy.special import expit
 class ActiveData:
     """One simulated case study: every session, its all-label rating and who rated."""
 
-    x: np.ndarray          # (n, 2) features: numeric, 0/1 "hard" flag
+    x: np.ndarray          # (n, 3) features: numeric, 0/1 "hard" flag, numeric
     users: np.ndarray      # (n,) user codes
     treated: np.ndarray    # (n,) bool
     y: np.ndarray          # (n,) rating every session would give (all-label)
@@ -50,15 +50,48 @@ def simulate(seed: int, n_users: int = 400, budget: float = 0.1, response: float
     u_eff = rng.normal(0, 0.35, n_users)[users]
     x1 = rng.normal(0, 1, n) + 0.5 * rng.normal(0, 1, n_users)[users]
     hard = rng.random(n) < 0.3
+    x3 = rng.normal(0, 1, n)  # drives answering; the predictor uses it only weakly
     treated = rng.random(n) < 0.5
     sd = np.where(hard, np.sqrt(hetero), 1.0) * 0.45
-    latent = 4.0 + u_eff + 0.35 * x1 - 0.6 * hard + effect * treated
+    latent = 4.0 + u_eff + 0.35 * x1 - 0.6 * hard + 0.3 * x3 + effect * treated
     y = np.clip(np.round(latent + rng.normal(0, 1, n) * sd * 1.6), 1, 5)
-    f = 4.0 + 0.3 * x1 - 0.5 * hard + 0.1 * treated + rng.normal(0, 0.15, n)
+    f = 4.0 + 0.3 * x1 - 0.5 * hard + 0.05 * x3 + 0.1 * treated + rng.normal(0, 0.15, n)
     err2 = np.where(hard, hetero, 1.0) * np.exp(rng.normal(0, 0.3, n))  # a noisy error model
     pi = request_probs(err2, budget, budget / 4) if active else np.full(n, budget)
     asked = rng.random(n) < pi
     b = np.log(response / (1 - response))
-    answers = rng.random(n) < expit(b + 0.8 * x1 - 0.5 * hard)
-    return ActiveData(np.column_stack([x1, hard.astype(float)]), users, treated, y, f, pi,
+    answers = rng.random(n) < expit(b + 1.2 * x3 - 0.5 * hard)
+    return ActiveData(np.column_stack([x1, hard.astype(float), x3]), users, treated, y, f, pi,
                       asked & answers)
+
+
+def one_replication(seed: int, *, correct_response: bool = True, **kw) -> dict[str, float]:
+    """Active PPI++ on one data set: interval hits of the all-label effect and arm means."""
+    from pulse_ml.inference.active import active_weights
+    from pulse_ml.stats.arm_effect import compare_arms
+    from pulse_ml.stats.arm_inputs import Arm
+
+    d = simulate(seed, **kw)
+    x = np.column_stack([d.x, d.treated])
+    w_all = np.zeros(d.y.size)
+    if correct_response:
+        w_all[d.rated], _ = active_weights(x, d.rated, d.pi, d.users, seed=seed)
+    else:
+        w_all[d.rated] = 1.0 / d.pi[d.rated]
+    arms = []
+    for t in (False, True):
+        m = d.treated == t
+        lab, unl = m & d.rated, m & ~d.rated
+        arms.append(Arm(y=d.y[lab], f=d.f[lab], f_unl=d.f[unl], users=d.users[lab],
+                        users_unl=d.users[unl], w=w_all[lab]))
+    c = compare_arms(arms[0], arms[1])
+    true = d.all_label_effect()
+    out = {"rated": float(d.rated.sum())}
+    for name, est in (("naive", c.naive), ("ppi", c.augmented)):
+        out[f"{name}_covers"] = float(est.ci_lower <= true <= est.ci_upper)
+        out[f"{name}_width"] = est.ci_upper - est.ci_lower
+    truth_c = d.y[~d.treated].mean()
+    out["ppi_control_mean_covers"] = float(
+        abs(c.mean_control_augmented - truth_c) <= 1.96 * c.se_control_augmented)
+    out["ppi_control_mean_error"] = c.mean_control_augmented - truth_c
+    return out
