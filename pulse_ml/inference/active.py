@@ -31,7 +31,7 @@ from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.request_prob import REQUEST_PROB
 from pulse_ml.sessions.table import SessionTable
 
-__all__ = ["active_arms", "active_weights", "response_probability"]
+__all__ = ["active_arms", "active_weights", "features_matter", "response_probability"]
 
 RESPONSE_CLIP = 0.05  # estimated response rates below 5% are clipped (weights stay bounded)
 
@@ -57,6 +57,28 @@ def _fit_response(x: NDArray, rated: NDArray, pi: NDArray, c: float) -> NDArray:
     return minimize(loss, b0, jac=True, method="L-BFGS-B").x
 
 
+def _log_lik(x: NDArray, rated: NDArray, pi: NDArray, beta: NDArray) -> float:
+    r = 1.0 / (1.0 + np.exp(-(beta[0] + x @ beta[1:])))
+    p = np.clip(pi * r, 1e-12, 1.0 - 1e-12)
+    return float((rated * np.log(p) + (~rated) * np.log1p(-p)).sum())
+
+
+def features_matter(x: NDArray, rated: NDArray, pi: NDArray, level: float = 0.05) -> bool:
+    """Likelihood-ratio test: does answering depend on the features (vs one response rate)?
+
+    Without evidence of it, a constant response rate is used: a constant cancels in the
+    Hajek-normalized weights, so no noise of a feature model enters them.
+    """
+    from scipy.stats import chi2
+
+    if x.shape[1] == 0:
+        return False
+    full = _fit_response(x, rated, pi, c=1e6)
+    const = _fit_response(x[:, :0], rated, pi, c=1e6)
+    stat = 2.0 * (_log_lik(x, rated, pi, full) - _log_lik(x[:, :0], rated, pi, const))
+    return bool(chi2.sf(max(stat, 0.0), x.shape[1]) < level)
+
+
 def response_probability(x: NDArray, rated: NDArray, pi: NDArray, groups: NDArray,
                          *, folds: int = 5, seed: int = 0, c: float = 1.0) -> NDArray:
     """Cross-fitted P(answered | asked, x), from who rated and the known asking probabilities.
@@ -71,14 +93,19 @@ def response_probability(x: NDArray, rated: NDArray, pi: NDArray, groups: NDArra
         c: Inverse L2 strength of the logistic model (on standardized features).
 
     Returns:
-        The response probability of every session, clipped to [:data:`RESPONSE_CLIP`, 1].
+        The response probability of every session, clipped to [:data:`RESPONSE_CLIP`, 1]; one
+        rate for all when a likelihood-ratio test (:func:`features_matter`, on the whole case
+        study) finds no dependence on the features.
     """
     from sklearn.model_selection import GroupKFold
 
     x = np.asarray(x, float)
     sd = x.std(axis=0)
-    x = (x - x.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
+    x = ((x - x.mean(axis=0)) / np.where(sd > 0, sd, 1.0))[:, sd > 0]
     rated = np.asarray(rated, bool)
+    if not features_matter(x, rated, pi):  # one response rate: a constant cancels in the
+        b0 = _fit_response(x[:, :0], rated, pi, c=1.0)[0]  # (Hajek-normalized) weights
+        return np.full(len(x), np.clip(1.0 / (1.0 + np.exp(-b0)), RESPONSE_CLIP, 1.0))
     k = min(folds, np.unique(groups).size)
     out = np.empty(len(x))
     if k < 2:
