@@ -70,3 +70,22 @@ def width_ratio(err2: ArrayLike, pi: ArrayLike, budget: float | None = None) -> 
 def labels_saved(ratio: float) -> float:
     """Share of labels saved at equal width for a width ratio (variance ~ 1 / labels)."""
     return 1.0 - ratio**2
+
+
+def honest_width_ratio(err_pred: ArrayLike, resid2: ArrayLike, budget: float,
+                       min_share: float = 0.25) -> float:
+    """Width ratio active / uniform at ``budget``, judged on residuals the error model never saw.
+
+    Args:
+        err_pred: Out-of-fold predicted squared errors (the error model's honest ones).
+        resid2: The realized squared out-of-fold residuals of the same sessions.
+        budget: Mean request probability.
+        min_share: Floor of pi as a share of the budget (``request``'s default 1/4).
+
+    Returns:
+        ``sqrt(sum r2 (1/pi - 1) / sum r2 (1/b - 1))`` with ``pi`` from ``err_pred``.
+    """
+    e = np.asarray(err_pred, float)
+    pi = scale_to_budget(e, np.zeros(e.size, dtype=np.intp), np.array([budget]),
+                         min_share * budget)
+    return width_ratio(resid2, pi, budget)

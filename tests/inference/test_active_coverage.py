@@ -15,7 +15,7 @@ from active_sim import one_replication
 
 pytestmark = pytest.mark.slow  # ~0.2 s per replication (the cross-fitted response model)
 
-REPS = 600  # MC s.e. of a 0.95 coverage: 0.009
+REPS = 500  # MC s.e. of a 0.95 coverage: 0.010
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,7 @@ def test_active_ppi_and_naive_cover_the_all_label_effect(corrected):
 def test_the_response_model_removes_the_non_response_bias(corrected):
     """Weights 1/pi alone are biased when who answers depends on the features; 1/(pi r) not."""
     plain = pd.DataFrame([one_replication(seed, correct_response=False)
-                          for seed in range(300)])
+                          for seed in range(250)])
     err, err_plain = corrected["ppi_control_mean_error"], plain["ppi_control_mean_error"]
     mc, mc_plain = err.std() / np.sqrt(err.size), err_plain.std() / np.sqrt(err_plain.size)
     assert err_plain.mean() > 4 * mc_plain  # the test can fail: the bias is visible

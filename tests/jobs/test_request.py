@@ -78,6 +78,11 @@ def test_request_refuses_bad_budget_and_old_models_writing_nothing(small_demo, p
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert "no error model" in res.stderr and "Retrain" in res.stderr
     assert not out.exists()
+    plan_old = cli("plan", "effect=0.2", f"model_uri=models:/pulse-satisfaction/{old}")
+    assert plan_old.returncode == 0 and "no error model (retrain it" in plan_old.stdout
+    plan = cli("plan", "effect=0.2")
+    assert plan.returncode == 0 and "active requests:" in plan.stdout
+    assert "judged on out-of-fold residuals it never saw" in plan.stdout
 
 
 def test_infer_uses_request_prob_and_says_who_answered(small_demo, pulse_home, champion, cli):
@@ -95,6 +100,12 @@ def test_infer_uses_request_prob_and_says_who_answered(small_demo, pulse_home, c
     assert "asked by request_prob" in res.stdout and "expected asked" in res.stdout
     effects = pd.read_csv(pulse_home / "inf" / "effects.csv")
     assert np.isfinite(effects["ci_lower"]).all() and (effects["ci_width"] > 0).all()
+    for verb, extra in (("audit", ["case_study=plan", "replications=20"]),
+                        ("monitor", ["case_study=plan"])):
+        res = cli(verb, f"data.path={path}", f"output={pulse_home / verb}", *extra)
+        assert res.returncode == 2 and "Traceback" not in res.stderr, (verb, res.stderr)
+        assert "varying request_prob" in res.stderr and "pulse-ml infer" in res.stderr
+        assert not (pulse_home / verb).exists()
 
     # a rated session with request_prob = 0: one message naming the row, exit 2
     bad = table.copy()
