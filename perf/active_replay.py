@@ -126,7 +126,9 @@ def replay(args) -> None:
         truth = y[m & treated].mean() - y[m & ~treated].mean()
         x = np.column_stack([num[m], treated[m]])
         predicted = width_ratio(e2[m], pi, args.budget)
-        res = {k: [] for k in ("act_naive", "act_ppi", "uni_naive", "uni_ppi")}
+        varying = bool(np.ptp(pi) > 1e-12 * pi.max())  # as infer's active_arms
+        res = {k: [] for k in ("act_naive", "act_ppi", "uni_naive", "uni_ppi", "uniw_naive",
+                               "uniw_ppi")}
         for seed in range(args.seeds):
             r = np.random.default_rng(1000 + seed)
             answers = np.ones(m.sum(), bool)
@@ -136,11 +138,16 @@ def replay(args) -> None:
                                                      / args.nonresponse) + 0.8 * z)))
                 answers = r.random(m.sum()) < p_ans
             u = r.random(m.sum())
-            for kind, p in (("act", pi), ("uni", np.full(m.sum(), args.budget))):
+            uniform = np.full(m.sum(), args.budget)
+            for kind, p in (("act", pi), ("uni", uniform), ("uniw", uniform)):
                 rated = (u < p) & answers
                 w = None
-                weighted = (kind == "act" and np.ptp(pi) > 0) or args.nonresponse > 0
-                if weighted:  # as infer: uniform asking without non-response is today's
+                # as infer: uniform asking is today's estimator; "uniw" = uniform asking
+                # through the weighted engine (weights 1/(pi r_hat)), to separate the engine's
+                # own cost from the gain of asking by the error model
+                weighted = ((kind == "act" and varying) or kind == "uniw"
+                            or args.nonresponse > 0)
+                if weighted:
                     w_lab, _ = active_weights(x, rated, p, codes[m], seed=seed)
                 arms = []
                 for t in (0, 1):
@@ -179,7 +186,7 @@ def replay(args) -> None:
     with pd.option_context("display.width", 100, "display.max_columns", None):
         for _, r in out.iterrows():
             print(f"\n{r['case_study']} ({r['sessions']} sessions, {args.seeds} seeds)")
-            for k in ("act_ppi", "uni_ppi", "act_naive", "uni_naive"):
+            for k in ("act_ppi", "uni_ppi", "uniw_ppi", "act_naive", "uni_naive", "uniw_naive"):
                 print(f"  {k:10s} coverage {r[k + '_cov']}  mean width {r[k + '_width']:.3f}"
                       f"  (draws {r[k + '_n']})")
             print(f"  labels saved at equal width (PPI++): {r['saved_pct']}% "

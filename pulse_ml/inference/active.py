@@ -58,7 +58,9 @@ def _fit_response(x: NDArray, rated: NDArray, pi: NDArray, c: float) -> NDArray:
 
 
 def _log_lik(x: NDArray, rated: NDArray, pi: NDArray, beta: NDArray) -> float:
-    r = 1.0 / (1.0 + np.exp(-(beta[0] + x @ beta[1:])))
+    from scipy.special import expit
+
+    r = expit(beta[0] + x @ beta[1:])
     p = np.clip(pi * r, 1e-12, 1.0 - 1e-12)
     return float((rated * np.log(p) + (~rated) * np.log1p(-p)).sum())
 
@@ -97,6 +99,7 @@ def response_probability(x: NDArray, rated: NDArray, pi: NDArray, groups: NDArra
         rate for all when a likelihood-ratio test (:func:`features_matter`, on the whole case
         study) finds no dependence on the features.
     """
+    from scipy.special import expit
     from sklearn.model_selection import GroupKFold
 
     x = np.asarray(x, float)
@@ -105,7 +108,7 @@ def response_probability(x: NDArray, rated: NDArray, pi: NDArray, groups: NDArra
     rated = np.asarray(rated, bool)
     if not features_matter(x, rated, pi):  # one response rate: a constant cancels in the
         b0 = _fit_response(x[:, :0], rated, pi, c=1.0)[0]  # (Hajek-normalized) weights
-        return np.full(len(x), np.clip(1.0 / (1.0 + np.exp(-b0)), RESPONSE_CLIP, 1.0))
+        return np.full(len(x), np.clip(expit(b0), RESPONSE_CLIP, 1.0))
     k = min(folds, np.unique(groups).size)
     out = np.empty(len(x))
     if k < 2:
@@ -114,7 +117,7 @@ def response_probability(x: NDArray, rated: NDArray, pi: NDArray, groups: NDArra
     shuffled = pd.Series(np.arange(perm.size), index=perm).reindex(groups).to_numpy()
     for train, test in GroupKFold(k).split(x, rated, shuffled):
         beta = _fit_response(x[train], rated[train], pi[train], c)
-        out[test] = 1.0 / (1.0 + np.exp(-(beta[0] + x[test] @ beta[1:])))
+        out[test] = expit(beta[0] + x[test] @ beta[1:])
     return np.clip(out, RESPONSE_CLIP, 1.0)
 
 
