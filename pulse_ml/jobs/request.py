@@ -44,9 +44,9 @@ def settings_from_config(cfg) -> RequestJob:
     from pulse_ml.config import flag, is_missing, number
     from pulse_ml.errors import PulseError
 
-    budget = number(cfg, "budget", "request", 0, 1, optional=True)
+    budget = number(cfg, "budget", "request", optional=True)
     per_day = number(cfg, "per_day", "request", 0, None, open_interval=True, optional=True)
-    if budget is not None and budget <= 0:
+    if budget is not None and not 0 < budget <= 1:
         raise PulseError(f"budget={budget}: must be in (0, 1] (the expected share of each arm's "
                          "sessions asked, e.g. budget=0.1).")
     if (budget is None) == (per_day is None):
