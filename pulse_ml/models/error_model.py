@@ -71,8 +71,12 @@ class ErrorModel:
         floor = FLOOR_SHARE * self.mean_sq
         if self.model is None:
             return np.full(len(frame), self.mean_sq)
-        x = design(frame, self.columns, self.categories, prediction)
-        return np.maximum(self.model.predict(x), floor)
+        x = np.ascontiguousarray(design(frame, self.columns, self.categories, prediction))
+        # each distinct row once (sessions repeat their discrete features and prediction)
+        keys = x.view(np.dtype((np.void, x.dtype.itemsize * x.shape[1]))).ravel()
+        codes, first = pd.factorize(keys)[0], None
+        _, first = np.unique(codes, return_index=True)
+        return np.maximum(self.model.predict(x[first]), floor)[codes]
 
 
 def _columns(features: FeatureSet) -> list[str]:
