@@ -34,6 +34,10 @@ from pulse_ml.sessions.table import SessionTable
 __all__ = ["active_arms", "active_weights", "features_matter", "response_probability"]
 
 RESPONSE_CLIP = 0.05  # estimated response rates below 5% are clipped (weights stay bounded)
+# One-sided 1% test of "everyone asked answered": rated count vs the sum of request_prob (its
+# Poisson-binomial s.d.). Above it r = 1: a response model fitted at the boundary r <= 1 finds
+# feature "effects" in noise (ConvAI2 replay: +13% width with no non-response at all).
+NO_RESPONSE_Z = -2.326
 
 
 def _fit_response(x: NDArray, rated: NDArray, pi: NDArray, c: float) -> NDArray:
@@ -99,9 +103,10 @@ def response_probability(x: NDArray, rated: NDArray, pi: NDArray, groups: NDArra
         c: Inverse L2 strength of the logistic model (on standardized features).
 
     Returns:
-        The response probability of every session, clipped to [:data:`RESPONSE_CLIP`, 1]; one
-        rate for all when a likelihood-ratio test (:func:`features_matter`, on the whole case
-        study) finds no dependence on the features.
+        The response probability of every session, clipped to [:data:`RESPONSE_CLIP`, 1]; 1
+        when the rated count is not significantly below the expected asks
+        (:data:`NO_RESPONSE_Z`); one rate for all when a likelihood-ratio test
+        (:func:`features_matter`, on the whole case study) finds no dependence on the features.
     """
     from scipy.special import expit
     from scipy.stats import rankdata
@@ -113,6 +118,10 @@ def response_probability(x: NDArray, rated: NDArray, pi: NDArray, groups: NDArra
     # rate to the clip (their weights would dominate the interval)
     x = (rankdata(x, axis=0) / len(x) - 0.5) * np.sqrt(12.0)
     rated = np.asarray(rated, bool)
+    expected = float(pi.sum())  # asked on average; without non-response all of them answer
+    z = (rated.sum() - expected) / np.sqrt(max(float((pi * (1 - pi)).sum()), 1e-12))
+    if z > NO_RESPONSE_Z:  # no evidence that anyone asked did not answer: r = 1
+        return np.ones(len(x))
     if not features_matter(x, rated, pi):  # one response rate: a constant cancels in the
         b0 = _fit_response(x[:, :0], rated, pi, c=1.0)[0]  # (Hajek-normalized) weights
         return np.full(len(x), np.clip(expit(b0), RESPONSE_CLIP, 1.0))
