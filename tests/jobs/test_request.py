@@ -50,6 +50,14 @@ def test_request_writes_probabilities_at_the_budget_and_logs_a_linked_run(
     np.testing.assert_allclose(other_frame["request_prob"], pi)
     assert (other_frame["ask"] != got["ask"]).any()
 
+    daily = pulse_home / "req" / "daily.csv"  # per_day: ~K asks a day over all arms
+    res = _request(cli, small_demo, daily, "budget=null", "per_day=40", "log_mlflow=false")
+    assert res.returncode == 0, res.stderr
+    day = pd.to_datetime(frame["started_at"], utc=True).dt.floor("D").to_numpy()
+    per_day = pd.Series(pd.read_csv(daily)["request_prob"].to_numpy()).groupby(day).sum()
+    size = pd.Series(1, index=range(len(frame))).groupby(day).sum()
+    np.testing.assert_allclose(per_day.to_numpy(), np.minimum(40, size.to_numpy()), rtol=1e-6)
+
     tracking.setup(keys.INFER_EXPERIMENT)
     runs = mlflow.search_runs(experiment_names=[keys.INFER_EXPERIMENT],
                               filter_string=f"tags.{keys.KIND} = '{keys.KIND_REQUEST}'")
