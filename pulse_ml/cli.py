@@ -28,6 +28,8 @@ VERBS: dict[str, tuple[str, str]] = {
                 "conclusive"),
     "audit": ("pulse_ml.jobs.audit", "split-half audit of the intervals (+ a consistency check)"),
     "plan": ("pulse_ml.jobs.plan", "labels per arm needed to detect an effect, naive vs PPI"),
+    "request": ("pulse_ml.jobs.request", "whom to ask for a rating: request probabilities "
+                "(active PPI++)"),
     "score": ("pulse_ml.jobs.score", "predict satisfaction for a large table in bounded memory"),
     "benchmarks": ("pulse_ml.jobs.benchmarks", "human effect vs benchmark deltas per task type"),
     "agreement": ("pulse_ml.jobs.agreement", "agreement with human pairwise preferences"),

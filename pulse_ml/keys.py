@@ -100,6 +100,7 @@ EVAL_BEST_TRIAL = "best_trial"  # a champion trained before: its best trial's OO
 # Runs that use a model (infer, audit, monitor).
 KIND_MONITOR = "monitor"
 KIND_AUDIT = "audit"
+KIND_REQUEST = "request"  # INFER_EXPERIMENT: `pulse-ml request` (whom to ask)
 MODE = "mode"                      # crossfit | in_sample: the predictions used
 VALID_INTERVALS = "valid_intervals"  # true | false: whether the run's printed intervals are valid
 DECISION = "decision"  # infer tag prefix: decision.<case_study>[.<treatment>] = ship | ...

@@ -13,10 +13,12 @@ import numpy as np
 import pandas as pd
 
 from pulse_ml.errors import PulseError
+from pulse_ml.inference.active import active_arms
 from pulse_ml.inference.arm_data import ArmData, arm_data
 from pulse_ml.inference.propensity import crossfit_propensity
 from pulse_ml.inference.randomization import RandomizationSettings, few_users_warning, randomize
 from pulse_ml.sessions.case_studies import CaseStudy
+from pulse_ml.sessions.request_prob import uses_request_prob
 from pulse_ml.sessions.table import SessionTable
 from pulse_ml.stats.arm_effect import ArmComparison, compare_arms
 from pulse_ml.stats.feature_tests import compare_features, labeled_shift
@@ -142,7 +144,10 @@ def analyse(table: SessionTable, preds: np.ndarray, study: CaseStudy,
     control = arm_data(table, preds, study, study.control, codes)
     treatment = arm_data(table, preds, study, study.treatment, codes)
     _check_arms(table.path, study, control, treatment, settings)
-    if settings.reweight:
+    active = _active(table, study, control, treatment, codes, settings.seed)
+    if active is not None:  # asked by request_prob: its weights replace reweight's
+        control, treatment, asked = active
+    elif settings.reweight:
         control, treatment = _reweighted(table, study, control, treatment, codes, settings.seed)
     try:
         comparison = compare(control, treatment, settings)
@@ -179,6 +184,8 @@ def analyse(table: SessionTable, preds: np.ndarray, study: CaseStudy,
         skipped.append(few)
         comparison = replace(comparison, warnings=tuple(
             w for w in comparison.warnings if "effective users (Kish" not in w))
+    if active is not None:
+        skipped.extend(asked)
     if skipped:
         comparison = replace(comparison, warnings=(*comparison.warnings, *skipped))
     return CaseStudyResult(study, comparison, float(p_naive), feats, shift, settings.clusters,
@@ -198,6 +205,15 @@ def _prediction_shift_row(data: ArmData) -> tuple[dict, str]:
     return row, (f"prediction-shift diagnostic skipped: {arm.f.size} labeled and "
                  f"{arm.f_unl.size} unlabeled session(s), it needs at least 2 of each "
                  "(the interval itself is computed)")
+
+
+def _active(table: SessionTable, study: CaseStudy, control: ArmData, treatment: ArmData,
+            codes: np.ndarray, seed: int) -> tuple[ArmData, ArmData, tuple[str, ...]] | None:
+    """Active PPI++ arms when the case study was asked by ``request_prob`` (else None)."""
+    frame = table.frame
+    if not uses_request_prob(frame, (frame["case_study"] == study.name).to_numpy()):
+        return None
+    return active_arms(table, study, control, treatment, codes, seed)
 
 
 def _reweighted(table: SessionTable, study: CaseStudy, control: ArmData, treatment: ArmData,

@@ -39,6 +39,7 @@ from pulse_ml.report.html import run_identity
 from pulse_ml.report.tables import estimator_label, say
 from pulse_ml.sessions.case_studies import CaseStudy, check_selected
 from pulse_ml.sessions.readers import ground_truth_path, load_ground_truth, read_frame
+from pulse_ml.sessions.request_prob import refuse_varying
 
 REFERENCES = {"auto": "check against the true effect when the table has a ground-truth file",
               "truth": "require the true effect (<table>.ground_truth.json or ground_truth.json)",
@@ -110,6 +111,10 @@ def run(cfg: Node):
     require_model(job.model_uri)  # "no model" is said before any data is read
     raw = read_frame(job.data_path)
     check_selected(raw, job.data_path, [name], job.case_studies, "case_study")  # before the model
+    refuse_varying(raw, job.data_path, "audit", [name],
+                   "it hides a random share of the ratings as if they were a uniform sample; "
+                   "with ratings asked by probability the hidden and kept halves would not "
+                   "share one design, so the audit would test the wrong estimator")
     model = open_model(job.model_uri)
     version = model.version
     data = honest_data(raw, job.data_path, model.ensemble, job.case_studies, [name], mode)

@@ -53,6 +53,7 @@ from pulse_ml.report.html import run_identity
 from pulse_ml.report.tables import say, text_table
 from pulse_ml.sessions.case_studies import CaseStudy, check_selected
 from pulse_ml.sessions.readers import read_frame
+from pulse_ml.sessions.request_prob import refuse_varying
 
 IN_SAMPLE_REFUSED = (
     "pulse-ml monitor: ppi.predictions=in_sample is refused. In-sample predictions come from a "
@@ -204,6 +205,9 @@ def run_settings(job: MonitorJob) -> Monitoring:
     require_model(job.model_uri)  # "no model" is said before any data is read
     raw = read_frame(job.data_path)  # bad files fail before the model loads
     check_selected(raw, job.data_path, job.only, job.case_studies, "case_study")  # and names
+    refuse_varying(raw, job.data_path, "monitor", job.only,
+                   "its confidence sequences take the day's ratings as a uniform sample of the "
+                   "day's sessions; weighted sequences are not implemented")
     # a read-only store fails before the model loads, not after the work
     model = open_model(job.model_uri, write_store=job.log_mlflow)
     ensemble, version = model.ensemble, model.version

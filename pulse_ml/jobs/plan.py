@@ -83,7 +83,7 @@ def run(cfg):
     rho = number(cfg, "rho", "plan", -1, 1, optional=True)
     sd = number(cfg, "sd", "plan", 0, None, open_interval=True, optional=True)
     sd_pred = number(cfg, "sd_pred", "plan", 0, None, open_interval=True, optional=True)
-    source = "given"
+    source, model = "given", None
     if rho is None or sd is None:
         model = open_model(str(cfg.model_uri))
         oof = model.ensemble.oof
@@ -122,6 +122,8 @@ def run(cfg):
     ratio = theoretical_width_ratio(max(rho, 0.0), plan.n_ppi, n_unl)
     say(f"  (CI width ratio at that size: {float(ratio):.3f}; a better predictor, not more "
           "unlabeled data,\n   is what narrows it further)")
+    if model is not None:
+        say(_active_line(model.ensemble, plan.n_ppi, n_unl))
     if volumes is not None:
         monitoring(volumes, effect, float(sd), max(rho, 0.0), alpha, power)
     return plan
@@ -142,6 +144,25 @@ def _decision_note(effect: float, margin: float | None, k: int, n_guard: int) ->
                      f"1 - beta / {n_guard + 1} so the whole rule keeps the power (Spotify's "
                      "risk-aware rule; each guardrail needs its own power on its metric)")
     return ("decision rule: " + "; ".join(parts) + ".") if parts else ""
+
+
+def _active_line(ensemble, n_ppi: int, n_unl: int) -> str:
+    """Rated sessions per arm with active requests (``pulse-ml request``) at the same width."""
+    from pulse_ml.stats.active_design import honest_width_ratio, labels_saved
+
+    err = getattr(ensemble, "error_model", None)
+    if err is None:
+        return ("  active requests: this model version has no error model (retrain it to plan "
+                "and use `pulse-ml request`)")
+    oof = ensemble.oof
+    resid2 = (oof["rating"].to_numpy(float) - oof["prediction"].to_numpy(float)) ** 2
+    budget = min(1.0, n_ppi / max(n_ppi + n_unl, 1))
+    ratio = honest_width_ratio(err.oof, resid2, budget)
+    saved = labels_saved(ratio)
+    n_active = int(np.ceil(n_ppi * ratio**2))
+    return (f"  active requests: {n_active:>7,} rated sessions per arm with `pulse-ml request` "
+            f"({100 * abs(saved):.1f}% {'fewer' if saved >= 0 else 'more'})\n   (vs uniform "
+            f"PPI++; error model '{err.choice}', judged on out-of-fold residuals it never saw)")
 
 
 def _shared_phrase(design: Design) -> str:

@@ -29,12 +29,16 @@ class CrossFitEnsemble:
         oof: DataFrame with session_id, fold, prediction, rating, content (hash of features
             and rating) and fingerprint (hash of the features,
             :func:`pulse_ml.models.honest_lookup.fingerprint`) for the training sessions.
+        error_model: The expected squared error of the predictions
+            (:class:`pulse_ml.models.error_model.ErrorModel`, fitted inside the same folds;
+            ``pulse-ml request`` needs it). None for versions registered before it existed.
     """
 
     models: Sequence
     features: FeatureSet
     family: str
     oof: pd.DataFrame
+    error_model: object | None = None
 
     def predict(self, frame: pd.DataFrame) -> np.ndarray:
         """Mean prediction of the fold models for every row of a session table."""
@@ -171,4 +175,8 @@ def fit_crossfit(
             FINGERPRINT: fingerprint(frame, features),
         }
     )
-    return CrossFitEnsemble(models=models, features=features, family=family, oof=table)
+    from pulse_ml.models.error_model import fit_error_model
+
+    errors = fit_error_model(frame, y, oof, folds, features)
+    return CrossFitEnsemble(models=models, features=features, family=family, oof=table,
+                            error_model=errors)

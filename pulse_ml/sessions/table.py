@@ -2,8 +2,9 @@
 
 The contract (the project's design card): one row per session with ``session_id`` (unique),
 ``condition``, ``rating`` (mean segment rating in [1, 5], empty = unlabeled), optional
-``user_id``, ``case_study``, ``n_ratings`` and ``started_at`` (when the session started: ISO
-8601 or epoch seconds, read as UTC), and the feature columns of the chosen feature set.
+``user_id``, ``case_study``, ``n_ratings``, ``started_at`` (when the session started: ISO
+8601 or epoch seconds, read as UTC) and ``request_prob`` (the probability the session was asked
+to rate: :mod:`pulse_ml.sessions.request_prob`), and the feature columns of the chosen feature set.
 Every problem is collected first and reported in one message (file, column, first rows, fix).
 """
 
@@ -28,6 +29,7 @@ from pulse_ml.sessions.case_studies import (  # noqa: F401 - MIN_LABELED_PER_ARM
 from pulse_ml.sessions.column_checks import check_feature
 from pulse_ml.sessions.feature_sets import FeatureSet
 from pulse_ml.sessions.readers import read_frame
+from pulse_ml.sessions.request_prob import REQUEST_PROB, check_request_prob
 from pulse_ml.sessions.text_column import missing_text_note
 from pulse_ml.sessions.user_history import KIND as HISTORY
 from pulse_ml.sessions.user_history import with_history
@@ -267,6 +269,8 @@ def validate_frame(
             out[spec.name] = check_feature(frame, spec, problems, notes=text_notes)
     if TIME_COLUMN in frame.columns:
         out[TIME_COLUMN] = _check_started_at(frame, problems)
+    if REQUEST_PROB in frame.columns:
+        out[REQUEST_PROB] = check_request_prob(frame, out, problems)
     for col in frame.columns:
         if col not in out.columns:
             out[col] = frame[col].to_numpy()

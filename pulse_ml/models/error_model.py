@@ -1,0 +1,157 @@
+"""The error model: expected squared error of the champion's prediction given the features.
+
+``pulse-ml request`` asks a session with probability proportional to the square root of the
+predicted squared error (active statistical inference). The model is learned at train time from
+the ensemble's honest out-of-fold residuals ``(y - f_oof)^2``, inside the same CV folds: the
+error model of fold k is fitted on the other folds' residuals only and predicts fold k, so its
+out-of-fold predictions (:attr:`ErrorModel.oof`, used by ``plan``) never saw the residual they
+predict. The final model (fitted on every residual) predicts new sessions. Light tuning: a
+constant (uniform asking) and two regularized gradient-boosting models (scikit-learn's
+HistGradientBoostingRegressor on the numeric, count, flag and categorical features plus the
+prediction itself) compete on out-of-fold squared error; the constant wins when the error size
+does not vary visibly, so asking falls back to uniform.
+
+References:
+    T. Zrnic, E. J. Candès. Active statistical inference. ICML 2024 (pi ~ sqrt(E[e^2 | x])).
+    A. N. Angelopoulos et al. Cost-optimal active AI model evaluation. 2025.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from pulse_ml.sessions.feature_sets import FeatureSet
+
+__all__ = ["ErrorModel", "fit_error_model", "oof_predictions", "CANDIDATES"]
+
+# name -> HistGradientBoostingRegressor settings (None: the constant mean squared error)
+CANDIDATES: dict[str, dict | None] = {
+    "constant": None,
+    "boosting_strong": {"max_depth": 2, "max_iter": 60, "learning_rate": 0.05,
+                        "leaf_share": 0.05, "l2_regularization": 10.0},
+    "boosting_light": {"max_depth": 3, "max_iter": 120, "learning_rate": 0.05,
+                       "leaf_share": 0.02, "l2_regularization": 1.0},
+}
+FLOOR_SHARE = 0.05  # predictions at least 5% of the mean squared error (no weight blows up)
+
+
+@dataclass
+class ErrorModel:
+    """Predicted squared error of a prediction, given the session's features and prediction.
+
+    Attributes:
+        choice: The winning candidate of :data:`CANDIDATES`.
+        columns: Feature columns used (text columns enter through the prediction only).
+        categories: Per categorical column, its training categories (codes as in training).
+        mean_sq: Mean squared out-of-fold residual of the training sessions.
+        model: The fitted regressor (None for ``constant``).
+        oof: Honest out-of-fold predicted squared error per training session (training order).
+        cv_mse: Out-of-fold MSE of each candidate (lower is better).
+    """
+
+    choice: str
+    columns: list[str]
+    categories: dict[str, list[str]]
+    mean_sq: float
+    model: object | None = None
+    oof: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    cv_mse: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def gain_pct(self) -> float:
+        """Out-of-fold MSE of the chosen model below the constant's, in % (0 for constant)."""
+        base = self.cv_mse.get("constant", float("nan"))
+        return 100.0 * (1.0 - self.cv_mse.get(self.choice, base) / base) if base > 0 else 0.0
+
+    def predict(self, frame: pd.DataFrame, prediction: np.ndarray) -> np.ndarray:
+        """Expected squared error for every row (``prediction``: the champion's, same rows)."""
+        floor = FLOOR_SHARE * self.mean_sq
+        if self.model is None:
+            return np.full(len(frame), self.mean_sq)
+        x = np.ascontiguousarray(design(frame, self.columns, self.categories, prediction))
+        # each distinct row once (sessions repeat their discrete features and prediction)
+        keys = x.view(np.dtype((np.void, x.dtype.itemsize * x.shape[1]))).ravel()
+        codes, first = pd.factorize(keys)[0], None
+        _, first = np.unique(codes, return_index=True)
+        return np.maximum(self.model.predict(x[first]), floor)[codes]
+
+
+def _columns(features: FeatureSet) -> list[str]:
+    return features.of_kind("categorical", "count", "flag", "numeric")
+
+
+def design(frame: pd.DataFrame, columns: list[str], categories: dict[str, list[str]],
+           prediction: np.ndarray) -> np.ndarray:
+    """The error model's matrix: numeric columns, categorical codes (-1 unseen), prediction."""
+    cols = []
+    for col in columns:
+        if col in categories:
+            codes = pd.Categorical(frame[col].astype(str), categories=categories[col]).codes
+            cols.append(np.where(codes < 0, np.nan, codes).astype(float))
+        else:
+            cols.append(frame[col].to_numpy(dtype=float))
+    cols.append(np.asarray(prediction, dtype=float))
+    return np.column_stack(cols)
+
+
+def _regressor(spec: dict, n: int, is_cat: np.ndarray):
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    leaf = max(20, int(spec["leaf_share"] * n))
+    return HistGradientBoostingRegressor(
+        max_depth=spec["max_depth"], max_iter=spec["max_iter"],
+        learning_rate=spec["learning_rate"], min_samples_leaf=leaf,
+        l2_regularization=spec["l2_regularization"], early_stopping=False,
+        categorical_features=is_cat if is_cat.any() else None, random_state=0)
+
+
+def oof_predictions(x: np.ndarray, e2: np.ndarray, folds: np.ndarray, spec: dict | None,
+                    is_cat: np.ndarray) -> np.ndarray:
+    """One candidate's out-of-fold predicted squared errors: fold k from the other folds only.
+
+    The floor is the other folds' mean too, so nothing of fold k's residuals reaches fold k.
+    """
+    out = np.empty(e2.size)
+    for k in np.unique(folds):
+        test = folds == k
+        if spec is None:
+            out[test] = e2[~test].mean()
+        else:
+            model = _regressor(spec, int((~test).sum()), is_cat).fit(x[~test], e2[~test])
+            out[test] = np.maximum(model.predict(x[test]), FLOOR_SHARE * e2[~test].mean())
+    return out
+
+
+def fit_error_model(frame: pd.DataFrame, y: np.ndarray, oof: np.ndarray, folds: np.ndarray,
+                    features: FeatureSet) -> ErrorModel:
+    """Learn the expected squared error from honest residuals, inside the CV folds.
+
+    Args:
+        frame: The labeled training sessions (session table rows).
+        y: Their ratings.
+        oof: Their out-of-fold predictions.
+        folds: Fold index per row (the ensemble's folds).
+        features: The model's feature set.
+
+    Returns:
+        The fitted error model; its ``oof`` never used a session's own fold's residuals (the
+        choice among the few candidates compares their out-of-fold errors over all folds, as
+        the model's own tuning does).
+    """
+    e2 = (np.asarray(y, float) - np.asarray(oof, float)) ** 2
+    columns = _columns(features)
+    cats = {c: sorted(frame[c].astype(str).unique().tolist())
+            for c in features.of_kind("categorical")}
+    x = design(frame, columns, cats, oof)
+    is_cat = np.array([c in cats for c in columns] + [False])
+    preds = {name: oof_predictions(x, e2, folds, spec, is_cat)
+             for name, spec in CANDIDATES.items()}
+    cv_mse = {name: float(np.mean((p - e2) ** 2)) for name, p in preds.items()}
+    choice = min(cv_mse, key=lambda k: (cv_mse[k], k != "constant"))
+    spec = CANDIDATES[choice]
+    model = None if spec is None else _regressor(spec, e2.size, is_cat).fit(x, e2)
+    return ErrorModel(choice=choice, columns=columns, categories=cats, mean_sq=float(e2.mean()),
+                      model=model, oof=preds[choice], cv_mse=cv_mse)

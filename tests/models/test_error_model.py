@@ -1,0 +1,63 @@
+"""The error model is honest: fold k's predicted errors never saw fold k's residuals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from pulse_ml.models.error_model import CANDIDATES, design, fit_error_model, oof_predictions
+from pulse_ml.sessions.feature_sets import feature_set_from_mapping
+
+FEATURES = feature_set_from_mapping({"name": "t", "columns": {
+    "x": {"kind": "numeric"}, "kind": {"kind": "categorical", "values": ["easy", "hard"]}}})
+
+
+def _data(seed: int, n: int = 1500, spread: float = 3.0):
+    rng = np.random.default_rng(seed)
+    hard = rng.random(n) < 0.3
+    frame = pd.DataFrame({"x": rng.normal(size=n), "kind": np.where(hard, "hard", "easy")})
+    oof = 4.0 + 0.3 * frame["x"].to_numpy()
+    y = oof + rng.normal(size=n) * np.where(hard, np.sqrt(spread), 1.0) * 0.6
+    folds = rng.integers(0, 5, n)
+    return frame, y, oof, folds, hard
+
+
+def test_fold_predictions_ignore_that_folds_residuals():
+    frame, y, oof, folds, _ = _data(0)
+    model = fit_error_model(frame, y, oof, folds, FEATURES)
+    x = design(frame, model.columns, model.categories, oof)
+    is_cat = np.array([c in model.categories for c in model.columns] + [False])
+    e2 = (y - oof) ** 2
+    k = folds == 2
+    leaked = e2.copy()
+    leaked[k] *= 100.0  # fold 2's residuals blown up
+    for name, spec in CANDIDATES.items():
+        honest = oof_predictions(x, e2, folds, spec, is_cat)
+        again = oof_predictions(x, leaked, folds, spec, is_cat)
+        np.testing.assert_array_equal(again[k], honest[k])  # fold 2 never saw them
+        assert not np.allclose(again[~k], honest[~k]), name  # the other folds did
+    np.testing.assert_array_equal(model.oof, oof_predictions(x, e2, folds,
+                                                             CANDIDATES[model.choice], is_cat))
+
+
+def test_it_finds_the_error_spread_and_looks_no_better_than_it_is():
+    frame, y, oof, folds, hard = _data(1)
+    model = fit_error_model(frame, y, oof, folds, FEATURES)
+    assert model.choice != "constant" and model.gain_pct > 5
+    assert model.oof[hard].mean() > 2 * model.oof[~hard].mean()
+    # a model fitted on every residual (what a leak would use) scores better in sample than
+    # the honest out-of-fold predictions: the honest number is the one kept
+    e2 = (y - oof) ** 2
+    in_sample = model.model.predict(design(frame, model.columns, model.categories, oof))
+    assert np.mean((in_sample - e2) ** 2) < model.cv_mse[model.choice]
+    # new sessions: the final model
+    pred = model.predict(frame, oof)
+    assert pred.shape == (len(frame),) and (pred > 0).all()
+
+
+def test_constant_spread_falls_back_to_uniform_asking():
+    frame, y, oof, folds, _ = _data(2, spread=1.0)
+    model = fit_error_model(frame, y, oof, folds, FEATURES)
+    assert model.gain_pct < 2  # no spread to find: the constant or a near-constant model
+    pred = model.predict(frame, oof)
+    assert pred.std() / pred.mean() < 0.25
