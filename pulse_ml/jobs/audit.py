@@ -138,7 +138,8 @@ def run(cfg: Node):
     with staged_outputs(out) as stage:  # both files or neither; earlier ones stay otherwise
         write_csv(per, stage / f"{stem}.csv")
         (stage / f"{stem}.json").write_text(json.dumps(
-            {**summary, **run_identity(version, raw)}, indent=2, default=str))
+            {**summary, **run_identity(version, raw, model.ensemble.features.names)}, indent=2,
+            default=str))
     nominal = 1 - settings.alpha
     for note in notes:
         say(f"note: {note}")

@@ -301,7 +301,7 @@ def run_settings(job: InferJob) -> pd.DataFrame:
             "warnings": {r.study.name: list(r.comparison.warnings) for r in results
                          if r.comparison.warnings},
             keys.VALID_INTERVALS: job.mode == "crossfit",  # in-sample intervals are not valid
-            **run_identity(version, raw)}
+            **run_identity(version, raw, ensemble.features.names)}
     tags = model.version_tags
     lineage = {keys.MODEL_URI: job.model_uri, "version": meta[keys.MODEL_VERSION],
                "family": model.family, keys.FEATURE_SET: model.feature_set,

@@ -219,7 +219,8 @@ def run_settings(job: MonitorJob) -> Monitoring:
             "first_day": {s.name: str(d.date()) for s, d in
                           zip(result.data.studies, result.data.first_day, strict=True)},
             "notes": [*table.notes, *data.notes, *result.notes],
-            "warnings": list(result.warnings), **run_identity(version, raw)}
+            "warnings": list(result.warnings),
+            **run_identity(version, raw, ensemble.features.names)}
     files = write_outputs(job, result, meta)
     run_id = log_run(job, result, files, version, meta, raw) if job.log_mlflow else None
     say(f"{model.describe()}; honest predictions ({data.n_with_oof} labeled sessions "
