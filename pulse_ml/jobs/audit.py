@@ -38,7 +38,13 @@ from pulse_ml.names import file_part, write_csv
 from pulse_ml.report.html import run_identity
 from pulse_ml.report.tables import estimator_label, say
 from pulse_ml.sessions.case_studies import CaseStudy, check_selected
-from pulse_ml.sessions.readers import ground_truth_path, load_ground_truth, read_frame
+from pulse_ml.sessions.readers import (
+    FREE_TEXT,
+    ground_truth_path,
+    load_ground_truth,
+    read_frame,
+    with_free_text,
+)
 
 REFERENCES = {"auto": "check against the true effect when the table has a ground-truth file",
               "truth": "require the true effect (<table>.ground_truth.json or ground_truth.json)",
@@ -108,10 +114,11 @@ def run(cfg: Node):
                   store_locations())
     name, mode, settings = job.case_study, job.mode, job.settings
     require_model(job.model_uri)  # "no model" is said before any data is read
-    raw = read_frame(job.data_path)
+    raw = read_frame(job.data_path, skip=FREE_TEXT)  # text: once the model says
     check_selected(raw, job.data_path, [name], job.case_studies, "case_study")  # before the model
     model = open_model(job.model_uri)
     version = model.version
+    raw = with_free_text(raw, job.data_path, model.ensemble.features.of_kind("text"))
     data = honest_data(raw, job.data_path, model.ensemble, job.case_studies, [name], mode)
     table, preds, notes = data.table, data.predictions, data.notes
     study = table.case_study(name)

@@ -52,7 +52,7 @@ from pulse_ml.names import write_csv
 from pulse_ml.report.html import run_identity
 from pulse_ml.report.tables import say, text_table
 from pulse_ml.sessions.case_studies import CaseStudy, check_selected
-from pulse_ml.sessions.readers import read_frame
+from pulse_ml.sessions.readers import FREE_TEXT, read_frame, with_free_text
 
 IN_SAMPLE_REFUSED = (
     "pulse-ml monitor: ppi.predictions=in_sample is refused. In-sample predictions come from a "
@@ -201,11 +201,13 @@ def run_settings(job: MonitorJob) -> Monitoring:
     check_outputs("monitor", [("output", job.output, "folder")], [("data.path", job.data_path)],
                   store_locations())
     require_model(job.model_uri)  # "no model" is said before any data is read
-    raw = read_frame(job.data_path)  # bad files fail before the model loads
+    # bad files fail before the model loads; free text is read once the model says
+    raw = read_frame(job.data_path, skip=FREE_TEXT)
     check_selected(raw, job.data_path, job.only, job.case_studies, "case_study")  # and names
     # a read-only store fails before the model loads, not after the work
     model = open_model(job.model_uri, write_store=job.log_mlflow)
     ensemble, version = model.ensemble, model.version
+    raw = with_free_text(raw, job.data_path, ensemble.features.of_kind("text"))
     data = honest_data(raw, job.data_path, ensemble, job.case_studies, job.only, "crossfit")
     table = data.table
     result = monitor(table, data.predictions, job.settings)
