@@ -6,6 +6,7 @@ effects share the type without an import loop.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,3 +44,24 @@ def arm_data(table: SessionTable, preds: np.ndarray, study: CaseStudy, condition
         Arm(y=frame["rating"].to_numpy(float)[m_l], f=preds[m_l], f_unl=preds[m_u],
             users=user_codes[m_l], users_unl=user_codes[m_u]),
         rows=frame.loc[m_l], rows_unl=frame.loc[m_u])
+
+
+_CODES: dict[int, tuple[weakref.ref, np.ndarray]] = {}
+
+
+def user_codes(table: SessionTable) -> np.ndarray:
+    """Integer codes of the table's ``user_id`` (``pd.factorize``), computed once per table.
+
+    Every case study of a table is analysed with the same codes; factorizing 10^6 string ids
+    costs about a second, so the codes of the last table seen are kept (one entry, dropped
+    with the table's frame). Dense codes also let the clustered statistics skip their own
+    factorization (:func:`pulse_ml.stats.arm_inputs.cluster_codes`).
+    """
+    frame = table.frame
+    hit = _CODES.get(id(frame))
+    if hit is not None and hit[0]() is frame:
+        return hit[1]
+    codes = pd.factorize(frame["user_id"])[0]
+    _CODES.clear()
+    _CODES[id(frame)] = (weakref.ref(frame), codes)
+    return codes

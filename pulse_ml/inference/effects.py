@@ -14,7 +14,7 @@ import pandas as pd
 
 from pulse_ml.errors import PulseError
 from pulse_ml.inference.active import active_arms
-from pulse_ml.inference.arm_data import ArmData, arm_data
+from pulse_ml.inference.arm_data import ArmData, arm_data, user_codes
 from pulse_ml.inference.propensity import crossfit_propensity
 from pulse_ml.inference.randomization import RandomizationSettings, few_users_warning, randomize
 from pulse_ml.sessions.case_studies import CaseStudy
@@ -140,7 +140,7 @@ def feature_test_columns(rows: pd.DataFrame, kinds: dict[str, str]) -> pd.DataFr
 def analyse(table: SessionTable, preds: np.ndarray, study: CaseStudy,
             settings: InferenceSettings) -> CaseStudyResult:
     """Naive + augmented effect, permutation p-value, feature comparison and label shift."""
-    codes = pd.factorize(table.frame["user_id"])[0]
+    codes = user_codes(table)  # factorized once per table
     control = arm_data(table, preds, study, study.control, codes)
     treatment = arm_data(table, preds, study, study.treatment, codes)
     _check_arms(table.path, study, control, treatment, settings)

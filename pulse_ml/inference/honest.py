@@ -78,7 +78,7 @@ def predictions(ensemble, table: SessionTable, mode: str) -> tuple[np.ndarray, i
             training sessions under new ids (their predictions would leak their labels).
     """
     if mode == "in_sample":
-        return ensemble.predict(table.frame), 0, []
+        return fast_predict(ensemble, table.frame), 0, []
     if ensemble.oof is None or len(ensemble.oof) == 0:
         raise PulseError("the model version has no out-of-fold predictions, and honest mode "
                          "(ppi.predictions=crossfit) needs them. Re-register it with "
@@ -86,7 +86,7 @@ def predictions(ensemble, table: SessionTable, mode: str) -> tuple[np.ndarray, i
     from pulse_ml.models.honest_lookup import mismatch_note
 
     lookup = ensemble.honest_lookup()
-    preds, match = lookup.apply(table.frame, ensemble.predict(table.frame))
+    preds, match = lookup.apply(table.frame, fast_predict(ensemble, table.frame))
     report = ensemble.honesty(table.frame, table.labeled, match.used)
     if report.leak_suspected:
         raise PulseError(
@@ -113,6 +113,19 @@ def predictions(ensemble, table: SessionTable, mode: str) -> tuple[np.ndarray, i
                      "table: every session is predicted by the full ensemble (honest only if "
                      "these labeled sessions were never used to train it).")
     return preds, report.n_with_oof, notes
+
+
+def fast_predict(ensemble, frame: pd.DataFrame) -> np.ndarray:
+    """The ensemble mean for every row through ``score``'s fast path (equal numbers).
+
+    :class:`~pulse_ml.models.fast_predict.FastPredictor`: one shared feature transform, each
+    distinct feature row predicted once, native threads; equal to
+    :meth:`~pulse_ml.models.crossfit.CrossFitEnsemble.predict` (bitwise for LightGBM). The one
+    prediction path of ``infer``, ``monitor``, ``audit``, ``score`` and Spark.
+    """
+    from pulse_ml.models.fast_predict import FastPredictor
+
+    return FastPredictor(ensemble, cache_rows=0).predict(frame)
 
 
 def check_model_columns(frame: pd.DataFrame, ensemble, path: str) -> None:

@@ -38,7 +38,13 @@ from pulse_ml.names import file_part, write_csv
 from pulse_ml.report.html import run_identity
 from pulse_ml.report.tables import estimator_label, say
 from pulse_ml.sessions.case_studies import CaseStudy, check_selected
-from pulse_ml.sessions.readers import ground_truth_path, load_ground_truth, read_frame
+from pulse_ml.sessions.readers import (
+    FREE_TEXT,
+    ground_truth_path,
+    load_ground_truth,
+    read_frame,
+    with_free_text,
+)
 from pulse_ml.sessions.request_prob import refuse_varying
 
 REFERENCES = {"auto": "check against the true effect when the table has a ground-truth file",
@@ -109,7 +115,7 @@ def run(cfg: Node):
                   store_locations())
     name, mode, settings = job.case_study, job.mode, job.settings
     require_model(job.model_uri)  # "no model" is said before any data is read
-    raw = read_frame(job.data_path)
+    raw = read_frame(job.data_path, skip=FREE_TEXT)  # text: once the model says
     check_selected(raw, job.data_path, [name], job.case_studies, "case_study")  # before the model
     refuse_varying(raw, job.data_path, "audit", [name],
                    "it hides a random share of the ratings as if they were a uniform sample; "
@@ -117,6 +123,7 @@ def run(cfg: Node):
                    "share one design, so the audit would test the wrong estimator")
     model = open_model(job.model_uri)
     version = model.version
+    raw = with_free_text(raw, job.data_path, model.ensemble.features.of_kind("text"))
     data = honest_data(raw, job.data_path, model.ensemble, job.case_studies, [name], mode)
     table, preds, notes = data.table, data.predictions, data.notes
     study = table.case_study(name)
@@ -143,7 +150,8 @@ def run(cfg: Node):
     with staged_outputs(out) as stage:  # both files or neither; earlier ones stay otherwise
         write_csv(per, stage / f"{stem}.csv")
         (stage / f"{stem}.json").write_text(json.dumps(
-            {**summary, **run_identity(version, raw)}, indent=2, default=str))
+            {**summary, **run_identity(version, raw, model.ensemble.features.names)}, indent=2,
+            default=str))
     nominal = 1 - settings.alpha
     for note in notes:
         say(f"note: {note}")

@@ -71,7 +71,13 @@ from pulse_ml.inference.randomization import INFERENCE_MODES, RandomizationSetti
 from pulse_ml.names import write_csv
 from pulse_ml.report.tables import estimator_label, level_pct, markdown_table, say, text_table
 from pulse_ml.sessions.case_studies import CaseStudy, check_selected
-from pulse_ml.sessions.readers import is_simulated, load_ground_truth, read_frame
+from pulse_ml.sessions.readers import (
+    FREE_TEXT,
+    is_simulated,
+    load_ground_truth,
+    read_frame,
+    with_free_text,
+)
 
 IN_SAMPLE_WARNING = ("WARNING: ppi.predictions=in_sample: these intervals are too narrow and NOT "
                      "valid. The labeled sessions were predicted by a model trained on them (the "
@@ -303,11 +309,13 @@ def run_settings(job: InferJob) -> pd.DataFrame:
     check_outputs("infer", [("output", job.output, "folder")], [("data.path", job.data_path)],
                   store_locations())
     require_model(job.model_uri)  # "no model" is said before any data is read
-    raw = read_frame(job.data_path)  # bad files fail before the model loads
+    # bad files fail before the model loads; free text is read once the model says
+    raw = read_frame(job.data_path, skip=FREE_TEXT)
     check_selected(raw, job.data_path, job.only, job.case_studies)  # as do misspelled names
     # a read-only store fails before the model loads, not after the work
     model = open_model(job.model_uri, write_store=job.log_mlflow)
     ensemble, version = model.ensemble, model.version
+    raw = with_free_text(raw, job.data_path, ensemble.features.of_kind("text"))
     data = honest_data(raw, job.data_path, ensemble, job.case_studies, job.only, job.mode)
     table, preds, n_oof = data.table, data.predictions, data.n_with_oof
     honesty_notes = list(data.notes)
@@ -337,7 +345,7 @@ def run_settings(job: InferJob) -> pd.DataFrame:
             "warnings": {_label(r, results): list(r.comparison.warnings) for r in results
                          if r.comparison.warnings},
             keys.VALID_INTERVALS: job.mode == "crossfit",  # in-sample intervals are not valid
-            **run_identity(version, raw)}
+            **run_identity(version, raw, ensemble.features.names)}
     tags = model.version_tags
     lineage = {keys.MODEL_URI: job.model_uri, "version": meta[keys.MODEL_VERSION],
                "family": model.family, keys.FEATURE_SET: model.feature_set,

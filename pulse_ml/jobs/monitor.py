@@ -52,7 +52,7 @@ from pulse_ml.names import write_csv
 from pulse_ml.report.html import run_identity
 from pulse_ml.report.tables import say, text_table
 from pulse_ml.sessions.case_studies import CaseStudy, check_selected
-from pulse_ml.sessions.readers import read_frame
+from pulse_ml.sessions.readers import FREE_TEXT, read_frame, with_free_text
 from pulse_ml.sessions.request_prob import refuse_varying
 
 IN_SAMPLE_REFUSED = (
@@ -203,7 +203,8 @@ def run_settings(job: MonitorJob) -> Monitoring:
     check_outputs("monitor", [("output", job.output, "folder")], [("data.path", job.data_path)],
                   store_locations())
     require_model(job.model_uri)  # "no model" is said before any data is read
-    raw = read_frame(job.data_path)  # bad files fail before the model loads
+    # bad files fail before the model loads; free text is read once the model says
+    raw = read_frame(job.data_path, skip=FREE_TEXT)
     check_selected(raw, job.data_path, job.only, job.case_studies, "case_study")  # and names
     refuse_varying(raw, job.data_path, "monitor", job.only,
                    "its confidence sequences take the day's ratings as a uniform sample of the "
@@ -211,6 +212,7 @@ def run_settings(job: MonitorJob) -> Monitoring:
     # a read-only store fails before the model loads, not after the work
     model = open_model(job.model_uri, write_store=job.log_mlflow)
     ensemble, version = model.ensemble, model.version
+    raw = with_free_text(raw, job.data_path, ensemble.features.of_kind("text"))
     data = honest_data(raw, job.data_path, ensemble, job.case_studies, job.only, "crossfit")
     table = data.table
     result = monitor(table, data.predictions, job.settings)
@@ -225,7 +227,8 @@ def run_settings(job: MonitorJob) -> Monitoring:
             "first_day": {s.name: str(d.date()) for s, d in
                           zip(result.data.studies, result.data.first_day, strict=True)},
             "notes": [*table.notes, *data.notes, *result.notes],
-            "warnings": list(result.warnings), **run_identity(version, raw),
+            "warnings": list(result.warnings),
+            **run_identity(version, raw, ensemble.features.names),
             "decisions": decisions.to_dict(orient="records")}
     files = write_outputs(job, result, meta)
     run_id = log_run(job, result, files, version, meta, raw) if job.log_mlflow else None

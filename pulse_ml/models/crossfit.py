@@ -94,12 +94,14 @@ class CrossFitEnsemble:
         unmatched = labeled & ~used
         suspects = changed = 0
         if "content" in self.oof.columns and labeled.any():
-            content = content_hash(frame, self.features)
+            rows = np.flatnonzero(labeled)  # only labeled rows are compared: hash only those
+            content = content_hash(frame.iloc[rows], self.features)
             train_content = self.oof["content"].to_numpy().astype("uint64")
-            suspects = int(np.isin(content[unmatched], train_content).sum())
+            suspects = int(np.isin(content[unmatched[rows]], train_content).sum())
             by_id = pd.Series(train_content, index=self.oof["session_id"].astype(str))
-            ids = frame["session_id"].astype(str)
-            changed = int((by_id.reindex(ids[known]).to_numpy() != content[known]).sum())
+            ids = frame["session_id"].iloc[rows].astype(str).to_numpy()
+            kept = known[rows]
+            changed = int((by_id.reindex(ids[kept]).to_numpy() != content[kept]).sum())
         return HonestyReport(n_labeled=int(labeled.sum()), n_with_oof=int(known.sum()),
                              n_training=len(self.oof), n_renamed_suspects=suspects,
                              n_changed=changed)

@@ -236,7 +236,9 @@ def load_registered(model_uri: str):
     from mlflow.exceptions import MlflowException
 
     try:
-        model = mlflow.pyfunc.load_model(model_uri)
+        # suppress_warnings: no scan of every installed package's metadata against the
+        # model's pip requirements on each load (~1 s CPU; pulse loads its own models)
+        model = mlflow.pyfunc.load_model(model_uri, suppress_warnings=True)
     except (MlflowException, OSError) as exc:
         missing = _missing_files(model_uri, exc)
         if missing is not None:

@@ -213,8 +213,32 @@ def log_dataset(frame: pd.DataFrame, source: str, name: str, fingerprint: str,
         warnings.filterwarnings("ignore", message="The specified dataset source can be")
         dataset = mlflow.data.from_pandas(frame, source=str(source), name=name,
                                           digest=fingerprint[:32])
-        # the schema is inferred lazily, when the input is logged
+        # MLflow infers the schema lazily, when the input is logged, by walking every value of
+        # every string column in Python (seconds per 10^6 rows, most of it free text): types
+        # from the first rows, "required" from a vectorized null check of each whole column
+        dataset.__dict__["schema"] = _table_schema(frame)
         mlflow.log_input(dataset, context=context, tags={keys.DATA_FINGERPRINT: fingerprint})
+
+
+_SCHEMA_ROWS = 1_000
+
+
+def _table_schema(frame: pd.DataFrame):
+    """The MLflow schema of a table, as ``mlflow.data.from_pandas`` infers it, in vector time.
+
+    Column types are inferred from the first rows (the table contract fixes each column's
+    kind); whether a column is required (no missing value) is checked on every row.
+    """
+    from mlflow.types.schema import ColSpec, Schema
+    from mlflow.types.utils import _infer_schema
+
+    try:
+        head = _infer_schema(frame.head(_SCHEMA_ROWS))
+    except Exception:  # noqa: BLE001 - MLflow logs the input without a schema then, too
+        return None
+    missing = frame.isna().any()
+    return Schema([ColSpec(spec.type, spec.name, required=not bool(missing[spec.name]))
+                   for spec in head.inputs])
 
 
 def run_oof(run_id: str) -> pd.DataFrame | None:

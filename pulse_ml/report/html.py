@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -20,16 +20,20 @@ MATCH_KEYS = (keys.MODEL_VERSION, keys.DATA_FINGERPRINT)  # a sibling result mus
 
 
 
-def run_identity(version, frame: pd.DataFrame) -> dict[str, str | None]:
+def run_identity(version, frame: pd.DataFrame,
+                 used: Iterable[str] = ()) -> dict[str, str | None]:
     """The :data:`MATCH_KEYS` of a run: its model version and the data fingerprint of its table.
 
     ``infer``, ``audit`` and ``monitor`` write these into their JSON so that report.html shows
     an audit or monitor result only beside the inference of the same model on the same data.
+    The fingerprint covers the columns an analysis can depend on
+    (:func:`~pulse_ml.sessions.fingerprint.analysis_columns`; ``used``: the model's features),
+    not free text.
     """
-    from pulse_ml.sessions.fingerprint import data_fingerprint
+    from pulse_ml.sessions.fingerprint import analysis_columns, data_fingerprint
 
     return {keys.MODEL_VERSION: None if version is None else str(version.version),
-            keys.DATA_FINGERPRINT: data_fingerprint(frame, list(frame.columns))}
+            keys.DATA_FINGERPRINT: data_fingerprint(frame, analysis_columns(frame, used))}
 
 
 _TEMPLATE = """<!doctype html>

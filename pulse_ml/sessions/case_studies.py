@@ -14,6 +14,7 @@ from pulse_ml.sessions.declarations import Guardrail, merge, parse
 from pulse_ml.yaml_limits import load_yaml_text
 
 if TYPE_CHECKING:  # pandas is not imported at run time: the CLI's early checks stay fast
+    import numpy as np
     import pandas as pd
 
 MIN_LABELED_PER_ARM = 2
@@ -206,13 +207,52 @@ def check_selected(frame: pd.DataFrame, path: str, only: Iterable[str] | None,
     Raises:
         PulseError: naming the setting, the absent names, what the data has and the closest name.
     """
-    if only is None or "case_study" not in frame:
+    if "case_study" not in frame:
         return
-    values = frame["case_study"].astype("string").fillna("").astype(str).str.strip()
-    present = set(values.unique()) - {""}
-    absent = [name for name in only if name not in present]
-    if absent:
-        raise PulseError(f"{path}: {absent_message(absent, present, configured, setting)}")
+    conds = _conditions(frame)
+    if only is not None:
+        absent = [name for name in only if name not in conds]
+        if absent:
+            raise PulseError(f"{path}: {absent_message(absent, conds, configured, setting)}")
+        conds = {k: v for k, v in conds.items() if k in set(only)}
+    if "condition" not in frame:
+        return
+    studies = resolve_case_studies(configured, conds)[0]
+    if not any({s.control, s.treatment} <= set(conds[s.name]) for s in studies):
+        lacking = "".join(f"; case study '{s.name}' has condition(s) "
+                          f"{', '.join(conds[s.name]) or 'none'}, not both '{s.control}' and "
+                          f"'{s.treatment}'" for s in studies[:3])
+        raise PulseError(f"{path}: no two-arm case study in column 'case_study'{lacking}. "
+                         "Fill case_study/condition for the sessions of each A/B test.")
+
+
+def _strip(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, stripped distinct values)`` of a column as validation types it (vectorized)."""
+    import pandas as pd
+
+    codes, uniques = pd.factorize(values, use_na_sentinel=False)
+    text = pd.Series(uniques, dtype=object).astype("string").fillna("").astype(str).str.strip()
+    return codes, text.to_numpy()
+
+
+def _conditions(frame: pd.DataFrame) -> dict[str, list[str]]:
+    """Sorted distinct conditions per non-empty ``case_study`` of a raw table.
+
+    Without a ``condition`` column the case studies have no conditions listed (the table's
+    validation names the missing column).
+    """
+    import numpy as np
+
+    study_codes, studies = _strip(frame["case_study"])
+    if "condition" not in frame:
+        return {name: [] for name in sorted(set(studies) - {""})}
+    cond_codes, conditions = _strip(frame["condition"])
+    pairs = np.unique(np.stack([study_codes, cond_codes], axis=1), axis=0)
+    out: dict[str, set[str]] = {}
+    for sc, cc in pairs:  # one pair per distinct (case study, condition): a few
+        if studies[sc]:
+            out.setdefault(studies[sc], set()).add(conditions[cc])
+    return {name: sorted(c) for name, c in out.items()}
 
 
 def check_case_studies(out: pd.DataFrame, configured: Mapping[str, CaseStudy],

@@ -25,6 +25,9 @@ READERS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "js
 # arrive as a number). Feature sets with other text columns pass them as ``text_columns``.
 CSV_STRINGS = ("session_id", "user_id", "case_study", "condition", "user_text", "bot_text",
                "transcript")
+# Free-text columns: most of a table's bytes (user_text is ~70% of the demo's Parquet), read by
+# an analysis only when the model has them as text features (:func:`with_free_text`).
+FREE_TEXT = ("user_text", "bot_text", "transcript")
 
 
 def csv_dtypes(text_columns: Iterable[str] = ()) -> dict[str, type]:
@@ -32,13 +35,16 @@ def csv_dtypes(text_columns: Iterable[str] = ()) -> dict[str, type]:
     return dict.fromkeys((*CSV_STRINGS, *text_columns), str)
 
 
-def read_frame(path: str | Path, text_columns: Iterable[str] = ()) -> pd.DataFrame:
+def read_frame(path: str | Path, text_columns: Iterable[str] = (),
+               skip: Iterable[str] = ()) -> pd.DataFrame:
     """Read a table file into a DataFrame.
 
     Args:
         path: A ``.parquet``, ``.csv`` or ``.jsonl`` file.
         text_columns: More columns to read from CSV as strings (a feature set's ``text``
             columns); ``user_text``, ``bot_text`` and ``transcript`` always are.
+        skip: Columns not to read (Parquet and CSV; e.g. :data:`FREE_TEXT` before the model's
+            features are known, see :func:`with_free_text`).
 
     Returns:
         The raw frame (no validation beyond "it is a non-empty table").
@@ -58,11 +64,15 @@ def read_frame(path: str | Path, text_columns: Iterable[str] = ()) -> pd.DataFra
         raise DataError(str(path), ["the file is empty. Expected a header and one row per "
                                     "session."])
     try:
+        skip = set(skip)
         if kind == "parquet":
-            frame = pd.read_parquet(path)
+            names = pq.ParquetFile(path).schema_arrow.names if skip else None
+            frame = pd.read_parquet(path, columns=None if names is None else
+                                    [c for c in names if c not in skip])
         elif kind == "csv":
             require_unique_header(path)
-            frame = pd.read_csv(path, dtype=csv_dtypes(text_columns), keep_default_na=True)
+            frame = pd.read_csv(path, dtype=csv_dtypes(text_columns), keep_default_na=True,
+                                usecols=(lambda c: c not in skip) if skip else None)
         else:
             frame = pd.read_json(path, lines=True, dtype={"session_id": str, "user_id": str})
     except DataError:
@@ -100,6 +110,32 @@ def with_text_columns(frame: pd.DataFrame, path: str | Path,
         return frame
     text = pd.read_csv(path, usecols=redo, dtype=dict.fromkeys(redo, str))
     return frame.assign(**{c: text[c].to_numpy() for c in redo})
+
+
+def with_free_text(frame: pd.DataFrame, path: str | Path,
+                   text_columns: Iterable[str]) -> pd.DataFrame:
+    """Add the model's text columns that ``read_frame(path, skip=FREE_TEXT)`` left out.
+
+    Reads only those columns of the file (as strings from CSV); columns the file lacks stay
+    absent (the model-column check names them).
+
+    Returns:
+        ``frame`` (a copy with the columns appended when some were read).
+    """
+    path = Path(path)
+    kind = READERS.get(path.suffix.lower())
+    add = [c for c in text_columns if c not in frame.columns]
+    if not add or kind not in ("parquet", "csv"):
+        return frame
+    present = set(input_columns(path))
+    add = [c for c in add if c in present]
+    if not add:
+        return frame
+    if kind == "parquet":
+        text = pd.read_parquet(path, columns=add)
+    else:
+        text = pd.read_csv(path, usecols=add, dtype=dict.fromkeys(add, str))
+    return frame.assign(**{c: text[c].array for c in add})
 
 
 def ground_truth_path(data_path: str) -> Path | None:

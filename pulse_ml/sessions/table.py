@@ -272,8 +272,8 @@ def validate_frame(
     if REQUEST_PROB in frame.columns:
         out[REQUEST_PROB] = check_request_prob(frame, out, problems)
     for col in frame.columns:
-        if col not in out.columns:
-            out[col] = frame[col].to_numpy()
+        if col not in out.columns:  # the array as it is (to_numpy: strings via Python objects)
+            out[col] = frame[col].array
 
     studies, notes = (([], []) if lacks & {"condition", "rating"}  # the arms need both
                       else check_case_studies(out, configured or {}, only, problems))

@@ -76,25 +76,51 @@ def cluster_codes(
     for i, k in given:
         if k.ndim != 1 or k.size != sizes[i]:
             raise ValueError(f"{names[i]} has shape {k.shape} but its sample has {sizes[i]} rows")
-        if pd.isna(k).any():
+        if k.dtype.kind not in "iub" and pd.isna(k).any():
             raise PulseError(f"{names[i]}: cluster ids (user_id) must not be missing")
     codes: list[NDArray[np.intp] | None] = [None] * len(keys)
     n_codes = 0
     if given:
-        arrays = [k for _, k in given]
-        if len({a.dtype.kind for a in arrays}) > 1:  # e.g. ints mixed with strings
-            arrays = [a.astype(object) for a in arrays]
-        joint, uniques = pd.factorize(np.concatenate(arrays))
-        n_codes = len(uniques)
-        start = 0
-        for i, k in given:
-            codes[i] = joint[start : start + k.size]
-            start += k.size
+        dense = _dense_codes([k for _, k in given])
+        if dense is not None:  # already codes (``infer`` factorizes user_id once per table)
+            n_codes = dense
+            for i, k in given:
+                codes[i] = k.astype(np.intp, copy=False)
+        else:
+            arrays = [k for _, k in given]
+            if len({a.dtype.kind for a in arrays}) > 1:  # e.g. ints mixed with strings
+                arrays = [a.astype(object) for a in arrays]
+            joint, uniques = pd.factorize(np.concatenate(arrays))
+            n_codes = len(uniques)
+            start = 0
+            for i, k in given:
+                codes[i] = joint[start : start + k.size]
+                start += k.size
     for i, c in enumerate(codes):
         if c is None:
             codes[i] = np.arange(n_codes, n_codes + sizes[i])
             n_codes += sizes[i]
     return [c for c in codes if c is not None], n_codes
+
+
+def _dense_codes(arrays: list[NDArray]) -> int | None:
+    """``max + 1`` when integer ids are already small non-negative codes, else ``None``.
+
+    Such ids are used as cluster codes as they are (clusters in id order; ids that no sample
+    uses are empty clusters, which every sum skips), saving a hash factorization of every
+    session. "Small" is at most twice the number of sessions plus 1,024, so arrays sized by the
+    code count stay bounded by the data.
+    """
+    if not all(a.dtype.kind in "iu" for a in arrays):
+        return None
+    sizes = [a.size for a in arrays if a.size]
+    if not sizes:
+        return None
+    lo = min(int(a.min()) for a in arrays if a.size)
+    hi = max(int(a.max()) for a in arrays if a.size)
+    if lo < 0 or hi >= 2 * sum(sizes) + 1024:
+        return None
+    return hi + 1
 
 
 def weights_or_ones(w: ArrayLike | None, size: int, name: str) -> NDArray[np.float64]:

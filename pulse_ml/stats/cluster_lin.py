@@ -59,13 +59,17 @@ def labeled_cluster_lin(arms: list[tuple], n_codes: int,
             block *= _leverage_scale(block, 1)[..., None]
         if singleton_unl[a] or cu.size == 0:
             continue
-        keep = present[cu]
-        if not keep.any():
-            continue
-        codes, vals = rank[cu[keep]], fu[:, keep]
         block = out[:, :, o + _N_LIN_LAB : o + _N_LIN_LAB + 2]
-        block[..., 0] = _bincount(codes, np.ones_like(vals), k)
-        block[..., 1] = _bincount(codes, vals, k)
+        if cu.size >= n_codes:  # sum over all codes, keep the labeled clusters: no gathers
+            block[..., 0] = np.bincount(cu, minlength=n_codes)[present]
+            block[..., 1] = _bincount(cu, fu, n_codes)[:, present]
+        else:
+            keep = present[cu]
+            if not keep.any():
+                continue
+            codes, vals = rank[cu[keep]], fu[:, keep]
+            block[..., 0] = _bincount(codes, np.ones_like(vals), k)
+            block[..., 1] = _bincount(codes, vals, k)
         if cr2:
             h = block[..., 0] / cu.size
             block *= np.where(h < 1.0 - 1e-9, 1.0 / np.sqrt(np.maximum(1.0 - h, 1e-300)),

@@ -104,6 +104,8 @@ FLAT_SIZE = sum(int(np.prod(Moments._TRAIL.get(f.name, (2,)))) for f in fields(M
 def _bincount(codes: NDArray[np.intp], values: Array, n_codes: int) -> Array:
     """Per-code sums of ``values`` of shape (R, n) -> (R, n_codes)."""
     r = values.shape[0]
+    if r == 1:  # one data set (compare_arms): no offset codes to build
+        return np.bincount(codes, weights=values[0], minlength=n_codes)[None, :n_codes]
     flat = (codes[None, :] + n_codes * np.arange(r)[:, None]).ravel()
     return np.bincount(flat, weights=values.ravel(), minlength=r * n_codes).reshape(r, n_codes)
 
@@ -112,8 +114,8 @@ def _lab_columns(y: Array, f: Array, w: Array) -> list[Array]:
     return [np.ones_like(y), w, w * y, w * f, f, w * w, y, y * y, f * f]
 
 
-def _unl_columns(fu: Array) -> list[Array]:
-    return [np.ones_like(fu), fu, fu * fu]
+def _unl_columns(fu: Array) -> list[Array | None]:
+    return [None, fu, fu * fu]  # None: the session count (np.bincount without weights)
 
 
 def cluster_sums(
@@ -140,7 +142,8 @@ def cluster_sums(
         The sums in the order of :data:`RAW`.
     """
     cols = [_bincount(codes_l, v, n_codes) for v in _lab_columns(y, f, w)]
-    cols += [_bincount(codes_u, v, n_codes) for v in _unl_columns(fu)]
+    cols += [_bincount(codes_u, np.ones_like(fu) if v is None else v, n_codes)
+             for v in _unl_columns(fu)]
     return np.stack(cols, axis=-1)
 
 
@@ -171,12 +174,21 @@ def per_cluster(sums: Array) -> Moments:
 
 def _sample_sums(codes: NDArray[np.intp], cols: list[Array], n_codes: int
                  ) -> tuple[NDArray[np.bool_], NDArray[np.intp], Array]:
-    """Per-cluster sums of one sample over the clusters it touches (in code order)."""
-    present = np.zeros(n_codes, dtype=bool)
-    present[codes] = True
+    """Per-cluster sums of one sample over the clusters it touches (in code order).
+
+    A sample with at least as many sessions as codes is summed over all codes and the touched
+    clusters picked afterwards (no per-session gather of ranks); the sums are the same.
+    """
+    count = np.bincount(codes, minlength=n_codes)
+    present = count > 0
     rank = np.cumsum(present) - 1
-    k = int(present.sum())
-    return present, rank, np.stack([_bincount(rank[codes], v, k) for v in cols], axis=-1)
+    k = int(rank[-1]) + 1 if n_codes else 0
+    r = next(v.shape[0] for v in cols if v is not None)
+    small = codes.size < n_codes
+    sums = [np.broadcast_to(count[present].astype(float), (r, k)) if v is None
+            else _bincount(rank[codes], v, k) if small
+            else _bincount(codes, v, n_codes)[:, present] for v in cols]
+    return present, rank, np.stack(sums, axis=-1)
 
 
 _BLOCK = 1 << 15  # values per block of a singleton sample (cache-resident temporaries)

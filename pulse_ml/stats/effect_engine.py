@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.stats import t as student_t
 
 from pulse_ml.stats import cluster_moments as cm
 from pulse_ml.stats.cluster_moments import Moments
@@ -306,16 +305,17 @@ def solve(
         # unlabeled ones in both arms alike, and a common lambda cancels that shift in the
         # effect, so its own noise stays second order where the joint pair pays it in full.
         lams, fracs, noise_vars = [], [], []
+        grid = SHRINK_GRID[:, None]  # all shares at once: (len(SHRINK_GRID), R) per family
         for lam_star, mode in ((box(), "joint"), (common(), "common")):
             noise = noise_sums(lam_star, mode)
-            for frac in SHRINK_GRID:
-                lams.append(frac * lam_star)
-                fracs.append(np.full(r, frac))
-                noise_vars.append(noise_at(noise, frac))
-        n_cand = len(lams)
+            lams.append((grid[:, :, None] * lam_star[None]).reshape(-1, 2))
+            fracs.append(np.repeat(SHRINK_GRID, r))
+            noise_vars.append(np.zeros(grid.size * r) if noise is None
+                              else np.maximum(noise.extra(grid), 0.0).ravel())
+        n_cand = 2 * SHRINK_GRID.size
         cand = evaluate(np.concatenate(lams), np.concatenate(fracs), np.concatenate(noise_vars),
                         np.tile(every, n_cand))
-        width = (student_t.ppf(1.0 - alpha / 2.0, cand["df"])
+        width = (quantile(alpha, cand["df"])
                  * np.sqrt(np.maximum(cand["v"], 0.0))).reshape(n_cand, r)
         idx = np.argmin(width, axis=0) * r + every  # first minimum: ties keep the smaller lambda
         pick = {k: v[idx] for k, v in cand.items()}

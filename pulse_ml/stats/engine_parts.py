@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.stats import t as student_t
+from scipy.special import stdtr, stdtrit
 
 from pulse_ml.stats import cluster_moments as cm
 from pulse_ml.stats.cluster_moments import Moments
@@ -179,11 +179,15 @@ def _welch_df(v: Array, nu: Array, cap: Array) -> Array:
 
 
 def quantile(alpha: float, df: Array) -> Array:
-    """Two-sided ``t_{1 - alpha/2}`` quantile (normal where ``df`` is infinite)."""
-    return student_t.ppf(1.0 - alpha / 2.0, df)
+    """Two-sided ``t_{1 - alpha/2}`` quantile (normal where ``df`` is infinite).
+
+    ``scipy.special.stdtrit`` gives the values of ``scipy.stats.t.ppf`` without its argument
+    checks (microseconds per call) and without importing ``scipy.stats`` (over a second).
+    """
+    return stdtrit(df, 1.0 - alpha / 2.0)
 
 
 def p_value(effect: Array, se: Array, df: Array) -> Array:
     """Two-sided p-value of ``effect / se`` against t(df) (NaN where se = 0)."""
     stat = np.divide(np.abs(effect), se, out=np.full_like(se, np.nan), where=se > 0)
-    return 2.0 * student_t.sf(stat, df)
+    return 2.0 * stdtr(df, -stat)  # = 2 t.sf(stat, df)

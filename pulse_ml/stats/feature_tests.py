@@ -18,7 +18,6 @@ from collections.abc import Iterator, Mapping
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from pulse_ml.errors import PulseError
 
@@ -93,11 +92,15 @@ def _indicators(
 
 
 def _fisher(x: np.ndarray, y: np.ndarray) -> float:
+    from scipy import stats  # imported on use: scipy.stats costs ~1 s to import
+
     table = [[int(x.sum()), int(x.size - x.sum())], [int(y.sum()), int(y.size - y.sum())]]
     return float(stats.fisher_exact(table).pvalue)
 
 
 def _welch(x: np.ndarray, y: np.ndarray) -> float:
+    from scipy import stats  # imported on use: scipy.stats costs ~1 s to import
+
     if x.size < 2 or y.size < 2:
         return float("nan")
     if np.ptp(x) == 0 and np.ptp(y) == 0:  # both constant: t undefined
@@ -106,6 +109,8 @@ def _welch(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def _bh(p: pd.Series) -> pd.Series:
+    from scipy import stats  # imported on use: scipy.stats costs ~1 s to import
+
     q = pd.Series(np.nan, index=p.index, dtype=float)
     ok = p.notna()
     if ok.any():
@@ -153,6 +158,8 @@ def compare_features(
 
 
 def _rank_biserial(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    from scipy import stats  # imported on use: scipy.stats costs ~1 s to import
+
     if x.size == 0 or y.size == 0:
         return float("nan"), float("nan")
     both = np.concatenate([x, y])

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.stats import norm
+from scipy.special import ndtri
 
 from pulse_ml.errors import PulseError
 
@@ -124,7 +124,7 @@ def z_two_sided(alpha: float) -> float:
     """
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-    return float(norm.ppf(1.0 - alpha / 2.0))
+    return float(ndtri(1.0 - alpha / 2.0))  # norm.ppf without importing scipy.stats
 
 
 def _weighted(x: NDArray[np.float64], w: NDArray[np.float64] | None) -> NDArray[np.float64]:

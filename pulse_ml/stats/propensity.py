@@ -33,7 +33,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
 
 from pulse_ml.errors import PulseError
 
@@ -106,6 +105,8 @@ def prediction_shift(f_labeled: ArrayLike, f_unlabeled: ArrayLike) -> Prediction
     if np.ptp(np.concatenate([fl, fu])) == 0:
         rbc, p = 0.0, 1.0
     else:
+        from scipy import stats  # on use: importing scipy.stats costs ~1 s
+
         res = stats.mannwhitneyu(fl, fu, alternative="two-sided")
         rbc, p = 2.0 * res.statistic / (fl.size * fu.size) - 1.0, res.pvalue
     return PredictionShift(float(smd), float(rbc), float(p), float(fl.mean()), float(fu.mean()),

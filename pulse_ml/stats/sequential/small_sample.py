@@ -42,8 +42,7 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.stats import norm
-from scipy.stats import t as student_t
+from scipy.special import ndtr, stdtrit
 
 from pulse_ml.stats import cluster_moments as cm
 from pulse_ml.stats.cluster_moments import Moments
@@ -89,7 +88,9 @@ def t_multiplier(mult: F64, df: F64) -> F64:
         Multipliers with the same one-sided tail probability under t(df) as ``m`` under N(0, 1).
     """
     with np.errstate(invalid="ignore"):
-        return np.where(np.isinf(df), mult, student_t.isf(norm.sf(mult), df))
+        # t.isf(norm.sf(m), df) through scipy.special (no scipy.stats import): the upper
+        # tail by symmetry, -stdtrit(df, q), keeps its precision for tiny q
+        return np.where(np.isinf(df), mult, -stdtrit(df, ndtr(-mult)))
 
 
 def within_window_effects(

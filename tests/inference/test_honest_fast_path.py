@@ -1,0 +1,81 @@
+"""``honest_data`` predicts through score's fast path and gives the old path's numbers.
+
+The old path was ``CrossFitEnsemble.honest_predict`` (each fold pipeline on the whole frame)
+and ``CrossFitEnsemble.honesty`` hashing every row; the new one is
+:class:`~pulse_ml.models.fast_predict.FastPredictor` and hashes only labeled rows. Predictions,
+the honesty report and the effects must be identical on the demo.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pulse_ml import settings as cfg_io
+from pulse_ml.config import compose
+from pulse_ml.inference.effects import InferenceSettings, analyse, effects_frame
+from pulse_ml.inference.honest import honest_data
+from pulse_ml.jobs import train
+from pulse_ml.models.crossfit import content_hash, fit_crossfit
+from pulse_ml.models.factory import build_pipeline
+from pulse_ml.sessions.case_studies import load_configured
+from pulse_ml.training.family import training_data
+from pulse_ml.training.folds import make_folds
+
+PARAMS = {"lightgbm": {"n_estimators": 30, "num_leaves": 8},
+          "random_forest": {"n_estimators": 20, "n_jobs": 1}}
+
+
+def _ensemble(small_demo, family):
+    cfg = compose("train", [f"data.path={small_demo}", f"model={family}"])
+    table = cfg_io.load_table(cfg)
+    spec = train.model_spec(cfg)
+    labeled, y = training_data(table)
+    folds = make_folds(len(y), 5, 42)
+    return fit_crossfit(lambda: build_pipeline(spec, table.features, PARAMS[family]), labeled,
+                        y, folds, table.features, spec.name)
+
+
+def _old_honesty(ensemble, frame, labeled, used):
+    """The report as the old code computed it: content hashes of every row."""
+    content = content_hash(frame, ensemble.features)
+    train_content = ensemble.oof["content"].to_numpy().astype("uint64")
+    known, unmatched = labeled & used, labeled & ~used
+    by_id = pd.Series(train_content, index=ensemble.oof["session_id"].astype(str))
+    ids = frame["session_id"].astype(str)
+    changed = int((by_id.reindex(ids[known]).to_numpy() != content[known]).sum())
+    return int(np.isin(content[unmatched], train_content).sum()), changed
+
+
+@pytest.mark.parametrize("family", sorted(PARAMS))
+def test_honest_data_equals_the_old_prediction_path(small_demo, family):
+    ensemble = _ensemble(small_demo, family)
+    raw = pd.read_parquet(small_demo)
+    # a renamed training session, a re-rated one and a shuffled order exercise every branch
+    lab = np.flatnonzero(raw["rating"].notna().to_numpy())
+    raw.loc[lab[0], "session_id"] = "renamed-0"
+    raw.loc[lab[1], "rating"] = 6.0 - raw.loc[lab[1], "rating"]
+    raw = raw.sample(frac=1.0, random_state=3).reset_index(drop=True)
+    configured = load_configured()
+    data = honest_data(raw, "demo.parquet", ensemble, configured)
+    frame = data.table.frame
+    old_preds, used = ensemble.honest_predict(frame)
+    if family == "lightgbm":  # row-independent native code: bit for bit
+        np.testing.assert_array_equal(data.predictions, old_preds)
+    else:
+        np.testing.assert_allclose(data.predictions, old_preds, rtol=0, atol=1e-12)
+    assert data.n_with_oof == int((data.table.labeled & used).sum())
+    report = ensemble.honesty(frame, data.table.labeled, used)
+    assert (report.n_renamed_suspects, report.n_changed) == _old_honesty(
+        ensemble, frame, data.table.labeled, used)
+    assert report.n_renamed_suspects >= 1 and report.n_changed >= 1
+    settings = InferenceSettings(n_permutations=200)
+    new = effects_frame([analyse(data.table, data.predictions, s, settings)
+                         for s in data.table.case_studies])
+    old = effects_frame([analyse(data.table, old_preds, s, settings)
+                         for s in data.table.case_studies])
+    if family == "lightgbm":
+        pd.testing.assert_frame_equal(new, old)
+    else:
+        pd.testing.assert_frame_equal(new, old, rtol=1e-9)
