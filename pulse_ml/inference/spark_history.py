@@ -56,7 +56,7 @@ def _micros_udf():
     from pyspark.sql.functions import pandas_udf
 
     @pandas_udf("long")
-    def micros(raw: pd.Series) -> pd.Series:
+    def micros(raw):  # no type hints: they are strings here (postponed annotations)
         parsed = parse_times(raw)
         out = pd.array([None] * len(raw), dtype="Int64")
         ok = parsed.notna().to_numpy()

@@ -3,8 +3,8 @@
 The history columns are computed on Spark (window functions over each user's sessions) and
 handed to the model's UDF: predictions equal local chunked scoring, with the scored table as its
 own past and with a separate history table; the columns themselves equal the local rule for
-ties at one instant, ``window_days``, ``min_prior``, row order and users without an id; bad
-input gets local's messages.
+ties at one instant, ``window_days``, ``min_prior``, row order, times as datetimes, ISO text or
+epoch seconds, and users without an id; bad input gets local's messages.
 """
 
 from __future__ import annotations
@@ -96,19 +96,25 @@ def test_spark_history_scores_equal_local(small_demo, pulse_home, trained_home, 
         specs = (FeatureSpec("h", "user_history", options={"window_days": 3.0, "min_prior": 1}),
                  FeatureSpec("g", "user_history", options={"window_days": None, "min_prior": 2}))
         fs = FeatureSet("t", specs)
-        for name, table in (("timed", odd), ("by_row", odd.drop(columns="started_at"))):
+        epoch = (odd["started_at"] - pd.Timestamp(0, tz="UTC")) / pd.Timedelta(seconds=1)
+        variants = (("timed", odd), ("by_row", odd.drop(columns="started_at")),
+                    ("iso_text", odd.assign(started_at=odd["started_at"].dt.strftime(
+                        "%Y-%m-%dT%H:%M:%S+00:00"))),
+                    ("epoch_seconds", odd.assign(started_at=epoch)))
+        for name, table in variants:
             path = tmp_path / f"{name}.parquet"
             table.to_parquet(path, index=False, row_group_size=500)
             got, _, notes = with_history(spark.read.parquet(str(path)), fs, str(path), None,
                                          spark.read.parquet)
             cols = [c for s in specs for c in derived_columns(s.name)]
-            got = got.select("session_id", *cols).toPandas().set_index("session_id")
+            rows = got.select("session_id", *cols).collect()  # (toPandas warns on pandas 3)
+            got = pd.DataFrame([r.asDict() for r in rows]).set_index("session_id")
             want = pd.concat([history_frame(table, s.name, s.options) for s in specs], axis=1)
             want.index = table["session_id"]
             np.testing.assert_allclose(got.loc[want.index, cols].to_numpy(), want[cols],
                                        rtol=1e-12, atol=1e-12, err_msg=name)
             assert want["h__missing"].mean() != want["g__missing"].mean()  # options matter
-            assert ("ordered by started_at" in notes[0]) == (name == "timed")
+            assert ("ordered by started_at" in notes[0]) == (name != "by_row")
 
         # 4. bad input: local's messages (exit 2 through the CLI's PulseError handling)
         no_user = tmp_path / "no_user.parquet"
