@@ -291,7 +291,9 @@ def score_spark(ensemble, model_uri: str, predict_udf: Callable, path: str | os.
 
     Raises:
         PulseError: pyspark missing, CSV input, an unreadable location, a missing model column
-            or bad values (before any scoring), no OOF table.
+            or bad values (before any scoring), no OOF table; for a ``user_history`` model
+            also what local scoring refuses in the past (no ``user_id``/``rating``, ratings
+            outside 1-5, unparseable ``started_at``, session ids shared with ``history_path``).
     """
     require_pyspark()
     from pyspark.sql import functions as F
