@@ -29,7 +29,8 @@ from pulse_ml.sessions.user_history import (
     user_keys,
 )
 
-__all__ = ["ChunkHistory", "read_history"]
+__all__ = ["ChunkHistory", "check_past_columns", "mixed_times_error", "overlap_error",
+           "pair_note", "read_history"]
 
 
 @dataclass(frozen=True)
@@ -83,15 +84,52 @@ def _ratings(chunk: pd.DataFrame, path: Path, first_row: int) -> np.ndarray:
     return num.to_numpy(dtype=float)
 
 
+def check_past_columns(path: str, present: list[str], features: FeatureSet, what: str) -> None:
+    """Refuse a past table without ``user_id`` or ``rating`` (one message naming both)."""
+    absent = [c for c in ("user_id", "rating") if c not in present]
+    if absent:
+        raise DataError(path, [f"column(s) {', '.join(absent)}: missing. The model's feature "
+                               f"'{features.history[0].name}' (kind user_history) averages each "
+                               f"user's earlier ratings: {what} needs user_id and rating (empty "
+                               "when unrated)."])
+
+
+def overlap_error(path: str, n: int, first: object) -> DataError:
+    """History and scored tables that share ``n`` session ids (``first`` is the smallest)."""
+    return DataError(path, [
+        f"history.path and the scored table share {n:,} session id(s) (e.g. {first!r}): the "
+        "history table holds past sessions only. Leave history.path unset when the scored "
+        "table is its own past."])
+
+
+def mixed_times_error(without: str, with_t: str) -> DataError:
+    """One table with complete ``started_at`` and the other without (paths of both)."""
+    name_w, name_t = _name(without), _name(with_t)
+    return DataError(without, [
+        f"column '{TIME}': {name_w} has no complete {TIME} but {name_t} has one, so their "
+        "sessions cannot be ordered together for the user_history feature. Give every session "
+        f"of both tables a {TIME}, or drop it from both (then every history row counts as "
+        "earlier)."])
+
+
+def pair_note(history: str, timed: bool) -> str:
+    """How a scored table and a history table are ordered together (the note)."""
+    if timed:
+        return (f"user_history: the history of a scored session is the earlier sessions (by "
+                f"{TIME}) of {_name(history)} and of the scored table.")
+    return (f"user_history: no {TIME} in either table, so sessions are ordered by row: "
+            f"{_name(history)} first, then the scored table (days since the first session "
+            "is 0).")
+
+
+def _name(path: str) -> str:
+    return Path(str(path).rstrip("/")).name or str(path)
+
+
 def _read_past(path: Path, features: FeatureSet, chunk_size: int, what: str):
     """Users, times (None when not every session has one) and ratings of one table."""
     present = input_columns(path)
-    absent = [c for c in ("user_id", "rating") if c not in present]
-    if absent:
-        raise DataError(str(path), [f"column(s) {', '.join(absent)}: missing. The model's "
-                                    f"feature '{features.history[0].name}' (kind user_history) "
-                                    f"averages each user's earlier ratings: {what} needs "
-                                    "user_id and rating (empty when unrated)."])
+    check_past_columns(str(path), present, features, what)
     cols = ["user_id", "rating", *[c for c in ("session_id", TIME) if c in present]]
     users, times, ratings, ids = [], [], [], []
     timed, n = TIME in present, 0
@@ -138,18 +176,11 @@ def read_history(path: str | Path, features: FeatureSet, chunk_size: int,
     if len(read) == 2:
         both = np.intersect1d(read[0][4], read[1][4])
         if len(both):
-            raise DataError(str(path), [
-                f"history.path and the scored table share {len(both):,} session id(s) (e.g. "
-                f"{both[0]!r}): the history table holds past sessions only. Leave history.path "
-                "unset when the scored table is its own past."])
+            raise overlap_error(str(path), len(both), both[0])
     if len(read) == 2 and (read[0][1] is None) != (read[1][1] is None):
         with_t, without = (tables[0][0], tables[1][0]) if read[0][1] is not None else (
             tables[1][0], tables[0][0])
-        raise DataError(str(without), [
-            f"column '{TIME}': {without.name} has no complete {TIME} but {with_t.name} has "
-            "one, so their sessions cannot be ordered together for the user_history feature. "
-            f"Give every session of both tables a {TIME}, or drop it from both (then every "
-            "history row counts as earlier)."])
+        raise mixed_times_error(str(without), str(with_t))
     users = np.concatenate([r[0] for r in read])
     ratings = np.concatenate([r[2] for r in read])
     times = (np.concatenate([r[1] for r in read]) if timed
@@ -158,13 +189,8 @@ def read_history(path: str | Path, features: FeatureSet, chunk_size: int,
     offset = len(read[0][0]) if scored is not None else 0
     if scored is None:
         note = time_note(timed, read[0][3])
-    elif timed:
-        note = (f"user_history: the history of a scored session is the earlier sessions (by "
-                f"{TIME}) of {path.name} and of the scored table.")
     else:
-        note = (f"user_history: no {TIME} in either table, so sessions are ordered by row: "
-                f"{path.name} first, then the scored table (days since the first session "
-                "is 0).")
+        note = pair_note(str(path), timed)
     return ChunkHistory(index=index, features=features, offset=offset, notes=(note,),
                         path=Path(scored) if scored is not None else path)
 

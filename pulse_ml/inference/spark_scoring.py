@@ -193,6 +193,8 @@ def checked_columns(sessions, features, path: str) -> list:
                    sid.isNull() | (F.trim(sid) == "")))
     typed = []
     for spec in features.columns:
+        if spec.kind == "user_history":  # no table column: spark_history.py computes it
+            continue
         name, kind, raw = spec.name, spec.kind, F.col(spec.name)
         dtype = schema[name]
         if kind == "text":
@@ -253,7 +255,8 @@ def checked_columns(sessions, features, path: str) -> list:
 
 def score_spark(ensemble, model_uri: str, predict_udf: Callable, path: str | os.PathLike[str],
                 out: str | os.PathLike[str], honest: bool = True, spark=None,
-                master: str | None = None) -> SparkScoreResult:
+                master: str | None = None, history_path: str | None = None
+                ) -> SparkScoreResult:
     """Score a Parquet session table with ``mlflow.pyfunc.spark_udf``; write Parquet ``out``.
 
     Before any scoring, the input's columns are checked against the model
@@ -279,13 +282,18 @@ def score_spark(ensemble, model_uri: str, predict_udf: Callable, path: str | os.
         honest: Training sessions take their out-of-fold prediction (``honest`` = 1).
         spark: An existing SparkSession (default: :func:`spark_session` with ``master``).
         master: Spark master URL when no session is given.
+        history_path: A ``user_history`` model's past (Parquet; None: the scored table is its
+            own past). The history columns are computed on Spark
+            (:mod:`pulse_ml.inference.spark_history`) and handed to the UDF with the features.
 
     Returns:
         A :class:`SparkScoreResult`.
 
     Raises:
         PulseError: pyspark missing, CSV input, an unreadable location, a missing model column
-            or bad values (before any scoring), no OOF table.
+            or bad values (before any scoring), no OOF table; for a ``user_history`` model
+            also what local scoring refuses in the past (no ``user_id``/``rating``, ratings
+            outside 1-5, unparseable ``started_at``, session ids shared with ``history_path``).
     """
     require_pyspark()
     from pyspark.sql import functions as F
@@ -296,12 +304,7 @@ def score_spark(ensemble, model_uri: str, predict_udf: Callable, path: str | os.
     path, out = os.fspath(path), os.fspath(out)
     check_spark_paths(path, out)
     features = ensemble.features
-    if features.history:  # the UDF sees one batch, not each user's earlier sessions
-        raise PulseError(f"{model_uri} reads feature '{features.history[0].name}' (kind "
-                         "user_history: each user's earlier ratings), which Spark's per-batch "
-                         "UDF cannot see. Score it with engine=local (chunked, bounded memory; "
-                         "history.path= gives the past).")
-    needed = ["session_id", *[c for c in features.names if c != "session_id"]]
+    needed = ["session_id", *[c for c in features.input_names if c != "session_id"]]
     oof = getattr(ensemble, "oof", None)
     if honest and (oof is None or len(oof) == 0):
         raise PulseError(f"{model_uri} has no out-of-fold predictions, and honest=true needs "
@@ -312,7 +315,13 @@ def score_spark(ensemble, model_uri: str, predict_udf: Callable, path: str | os.
     sessions = read_sessions(spark, path)
     check_columns(path, sessions.columns, needed, model_uri)
     start = time.perf_counter()
-    cols = checked_columns(sessions, features, path)
+    raw, extra, history_notes = sessions, [], ()
+    if features.history:  # computed here: the per-batch UDF never sees a user's past
+        from pulse_ml.inference.spark_history import with_history
+
+        sessions, extra, history_notes = with_history(
+            raw, features, path, history_path, lambda p: read_sessions(spark, p))
+    cols = [*checked_columns(raw, features, path), *extra]
     predict = predict_udf(spark)
     sid = F.col("session_id").cast("string").alias("session_id")
     if lookup is None:
@@ -323,7 +332,8 @@ def score_spark(ensemble, model_uri: str, predict_udf: Callable, path: str | os.
         table = spark.createDataFrame(lookup.broadcast_table())
         joined = (sessions.select(sid, *cols)
                   .join(F.broadcast(table), on="session_id", how="left"))
-        feats = F.struct(*[F.col(c.name) for c in features.columns])
+        feats = F.struct(*[F.col(n) for n in joined.columns if n != "session_id"
+                           and not n.startswith("oof_")])
         if lookup.checked:
             from pyspark.sql.functions import pandas_udf
 
@@ -355,7 +365,7 @@ def score_spark(ensemble, model_uri: str, predict_udf: Callable, path: str | os.
             mismatched = (written.filter(F.col("honest") == 0).select("session_id")
                           .join(F.broadcast(table.select("session_id")), on="session_id")
                           .count())
-    notes = list(lookup.notes) if lookup is not None else []
+    notes = [*(lookup.notes if lookup is not None else ()), *history_notes]
     if mismatched:
         notes.append(mismatch_note(mismatched))
     return SparkScoreResult(path, out, int(counts["n"]), int(counts["h"] or 0),

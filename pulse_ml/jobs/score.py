@@ -27,7 +27,9 @@ equal a training session's; sessions of another table under a reused id get the 
 
 A model with a ``user_history`` feature reads ``user_id``, ``rating`` and ``started_at``: each
 session's history comes from ``history.path`` (the past: user_id, rating, started_at; read
-once into a compact index) or, when unset, from the scored table itself.
+once into a compact index) or, when unset, from the scored table itself. ``engine=spark``
+computes the same columns with window functions over each user's sessions (Parquet
+``history.path``) and hands them to the UDF.
 """
 
 from __future__ import annotations
@@ -112,16 +114,19 @@ def _run_spark(job: ScoreJob):
     from pulse_ml.inference.spark_scoring import check_spark_paths, require_pyspark, score_spark
     from pulse_ml.registry import models
     from pulse_ml.registry.analysis import open_model
+    from pulse_ml.sessions.user_history import derived_columns
 
     require_pyspark()  # before loading anything
     check_spark_paths(job.data_path, job.out)
     ensemble = open_model(job.model_uri).ensemble
     say(f"scoring {job.data_path} on Spark ({job.spark_master or 'local[*]'}) with "
           f"{job.model_uri} through mlflow.pyfunc.spark_udf")
+    history = tuple(c for s in ensemble.features.history for c in derived_columns(s.name))
     result = score_spark(ensemble, job.model_uri, partial(models.spark_udf,
-                                                           model_uri=job.model_uri),
-                         job.data_path, job.out,
-                         honest=job.settings.honest, master=job.spark_master)
+                                                           model_uri=job.model_uri,
+                                                           extra_inputs=history),
+                         job.data_path, job.out, honest=job.settings.honest,
+                         master=job.spark_master, history_path=job.settings.history_path)
     say(f"scored {result.n_rows} sessions in {result.seconds:.1f} s; {result.n_honest} got "
           "their out-of-fold prediction")
     for note in result.notes:

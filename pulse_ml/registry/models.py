@@ -293,15 +293,47 @@ def dumps(obj) -> str:
     return json.dumps(obj, indent=2, sort_keys=False, default=str)
 
 
-def spark_udf(spark, model_uri: str):
+def spark_udf(spark, model_uri: str, extra_inputs: tuple[str, ...] = ()):
     """The registered model as a Spark UDF returning a double (``mlflow.pyfunc.spark_udf``).
 
     ``env_manager="local"``: the executors use the driver's Python environment, as in local
     mode; on a cluster, install pulse-ml on the executors (see ``docs/scale-out.md``).
+    ``extra_inputs`` are columns the model reads when given but its signature does not list
+    (a ``user_history`` feature's five columns, computed on Spark): the UDF is made from a
+    local copy of the model whose signature adds them as optional doubles (MLflow drops
+    inputs outside the signature). The registered model itself is not changed.
     """
     import mlflow
 
+    if extra_inputs:
+        model_uri = _with_optional_inputs(model_uri, extra_inputs)
     return mlflow.pyfunc.spark_udf(spark, model_uri, result_type="double", env_manager="local")
+
+
+def _with_optional_inputs(model_uri: str, names: tuple[str, ...]) -> str:
+    """A local copy of ``model_uri`` whose signature also takes ``names`` (optional doubles).
+
+    The copy lives until the process ends (Spark ships it to the executors when the UDF is
+    made).
+    """
+    import atexit
+    import shutil
+
+    import mlflow
+    from mlflow.models import Model, ModelSignature
+    from mlflow.types.schema import ColSpec, Schema
+
+    tmp = tempfile.mkdtemp(prefix="pulse-ml-udf-")
+    atexit.register(shutil.rmtree, tmp, True)
+    local = mlflow.artifacts.download_artifacts(artifact_uri=model_uri, dst_path=tmp)
+    meta = Model.load(local)
+    sig = meta.signature
+    known = set(sig.inputs.input_names())
+    inputs = [*sig.inputs.inputs, *[ColSpec("double", n, required=False)
+                                    for n in names if n not in known]]
+    meta.signature = ModelSignature(inputs=Schema(inputs), outputs=sig.outputs)
+    meta.save(str(Path(local) / "MLmodel"))
+    return local
 
 
 def reference_version(reference: str | None):

@@ -38,9 +38,8 @@ TIME = "started_at"
 _DAY_US = 86_400_000_000
 
 __all__ = ["HISTORY_DEFAULTS", "KIND", "PARTS", "HistoryIndex", "derived_columns",
-           "history_frame", "history_options", "order_note", "session_times",
-           "user_keys",           "time_note",
-           "with_history"]
+           "history_frame", "history_options", "order_note", "parse_times", "session_times",
+           "time_note", "to_micros", "unparseable_message", "user_keys", "with_history"]
 
 
 def derived_columns(name: str) -> list[str]:
@@ -78,6 +77,32 @@ def history_options(set_name: str, col: str, raw: Mapping[str, Any]) -> dict[str
     return out
 
 
+def parse_times(raw: pd.Series) -> pd.Series:
+    """``started_at`` values as UTC datetimes (NaT when missing or unparseable).
+
+    Datetimes stay as they are (naive ones count as UTC), numbers are epoch seconds, text is
+    ISO 8601. Spark scoring parses its text and numbers with this very function.
+    """
+    if isinstance(raw.dtype, pd.DatetimeTZDtype) or pd.api.types.is_datetime64_dtype(raw):
+        return raw
+    if pd.api.types.is_numeric_dtype(raw):
+        return pd.to_datetime(raw, unit="s", utc=True, errors="coerce")
+    return pd.to_datetime(raw.astype("string"), utc=True, format="ISO8601", errors="coerce")
+
+
+def unparseable_message(n: int, first: object) -> str:
+    """The message for ``n`` unparseable ``started_at`` values (``first`` is one of them)."""
+    return (f"column '{TIME}': unparseable values in {n} row(s) (first: {first!r}); the "
+            "user_history feature orders sessions by it. Use ISO 8601 or epoch seconds.")
+
+
+def to_micros(col: pd.Series) -> np.ndarray:
+    """Parsed times (:func:`parse_times`, no NaT) as int64 microseconds since the epoch (UTC)."""
+    if isinstance(col.dtype, pd.DatetimeTZDtype):
+        col = col.dt.tz_convert("UTC").dt.tz_localize(None)
+    return col.to_numpy(dtype="datetime64[us]").astype(np.int64)
+
+
 def session_times(frame: pd.DataFrame) -> np.ndarray | None:
     """``started_at`` as int64 microseconds, or None when absent or not complete.
 
@@ -86,24 +111,14 @@ def session_times(frame: pd.DataFrame) -> np.ndarray | None:
     """
     if TIME not in frame.columns:
         return None
-    col = frame[TIME]
-    if not (isinstance(col.dtype, pd.DatetimeTZDtype) or pd.api.types.is_datetime64_dtype(col)):
-        raw = col
-        if pd.api.types.is_numeric_dtype(raw):
-            col = pd.to_datetime(raw, unit="s", utc=True, errors="coerce")
-        else:
-            col = pd.to_datetime(raw.astype("string"), utc=True, format="ISO8601",
-                                 errors="coerce")
-        bad = col.isna() & raw.notna()
-        if bad.any():
-            raise PulseError(f"column '{TIME}': unparseable values in {int(bad.sum())} row(s) "
-                             f"(first: {raw[bad].iloc[0]!r}); the user_history feature orders "
-                             "sessions by it. Use ISO 8601 or epoch seconds.")
+    raw = frame[TIME]
+    col = parse_times(raw)
+    bad = col.isna() & raw.notna()
+    if bad.any():
+        raise PulseError(unparseable_message(int(bad.sum()), raw[bad].iloc[0]))
     if col.isna().any():
         return None
-    if isinstance(col.dtype, pd.DatetimeTZDtype):
-        col = col.dt.tz_convert("UTC").dt.tz_localize(None)
-    return col.to_numpy(dtype="datetime64[us]").astype(np.int64)
+    return to_micros(col)
 
 
 def user_keys(frame: pd.DataFrame) -> np.ndarray:
