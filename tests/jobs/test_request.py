@@ -94,6 +94,10 @@ def test_request_falls_back_to_uniform_asking_unless_the_honest_gain_clears_the_
     auto = _request(cli, small_demo, pulse_home / "req" / "a.csv", "budget=0.2",
                     "log_mlflow=false")
     assert "needs >= 10%" in auto.stdout or "no error spread" in auto.stdout
+    plan = cli("plan", "effect=0.2")
+    assert plan.returncode == 0 and "active requests:" in plan.stdout
+    if err.fallback:  # the train-time gate replaced a boosting model: plan says so
+        assert "uniform asking: at train time" in plan.stdout
     bad = _request(cli, small_demo, pulse_home / "req" / "b.csv", "request.asking=always")
     assert bad.returncode == 2 and "request.asking" in bad.stderr and "auto" in bad.stderr
 
@@ -146,6 +150,7 @@ def test_infer_uses_request_prob_and_says_who_answered(small_demo, pulse_home, c
         res = cli(verb, f"data.path={path}", f"output={pulse_home / verb}", *extra)
         assert res.returncode == 2 and "Traceback" not in res.stderr, (verb, res.stderr)
         assert "varying request_prob" in res.stderr and "pulse-ml infer" in res.stderr
+        assert ("no simulation" if verb == "audit" else "not implemented") in res.stderr
         assert not (pulse_home / verb).exists()
 
     # a rated session with request_prob = 0: one message naming the row, exit 2
