@@ -7,7 +7,8 @@ Run: nice -n 10 /work/venv/bin/python perf/active_replay.py --data uss --seeds 3
    register a model with ``pulse-ml train`` (its version carries the error model, learned inside
    the CV folds), the others are the replay sessions, all rated.
 2. Replay sessions get the champion's prediction and its expected squared error; per arm of each
-   case study, ``pi ~ sqrt(error)`` at ``--budget`` (clipped at budget / 4, as ``request``).
+   case study, ``pi ~ sqrt(error)`` at ``--budget`` (clipped at budget / 4, as ``request``),
+   or uniform when ``request``'s gate (:func:`pulse_ml.inference.requests.asking_gate`) says so.
 3. Per seed: asks are drawn with pi (active) and with the budget (uniform, the same expected
    count); optionally ``--nonresponse`` of the asked do not answer, more often when the model's
    first feature is low. The other ratings are hidden. Active: weights 1 / (pi r_hat) (r_hat
@@ -106,14 +107,20 @@ def replay(args) -> None:
     err = ensemble.error_model
     rest = table[~in_train & (table["case_study"].astype(str) != "")].reset_index(drop=True)
     f = ensemble.predict(rest)
-    e2 = err.predict(rest, f)
+    e2 = err.predict(rest, f, candidate=True)
+    from pulse_ml.inference.requests import asking_gate
+
+    gate = asking_gate(err, args.budget)  # as `request`: uniform unless the honest gain clears
+    if not gate.active:
+        e2 = np.full(e2.size, err.mean_sq)
     y = rest["rating"].to_numpy(float)
     rho = float(np.corrcoef(f, y)[0, 1])
     codes = pd.factorize(rest["user_id"].astype(str))[0]
     num = rest[ensemble.features.of_kind("count", "numeric", "flag")].to_numpy(float)
     print(f"{args.data}: {len(table)} rated sessions, {in_train.sum()} train, {len(rest)} replay;"
           f" replay r = {rho:.3f}; error model {err.choice} ({err.gain_pct:+.1f}% OOF MSE vs "
-          f"constant); budget {args.budget}, non-response {args.nonresponse}")
+          f"constant); budget {args.budget}, non-response {args.nonresponse}\n"
+          f"request would choose: {gate.reason}")
     rows = []
     for study, sub in rest.groupby("case_study"):
         conds = sorted(sub["condition"].unique())

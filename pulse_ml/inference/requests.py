@@ -43,6 +43,7 @@ class RequestSettings:
     chunk_size: int = 100_000
     threads: int = 0
     progress: bool = True
+    asking: str = "auto"  # a key of ASKING
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,8 @@ class RequestResult:
     width_ratio: float      # expected active / uniform PPI++ width at the same budget
     seconds: float
     notes: tuple[str, ...] = ()
+    active: bool = True     # asked by the error model (False: uniform asking, see ``why``)
+    why: str = ""           # the gate's sentence (:func:`asking_gate`)
 
     @property
     def labels_saved(self) -> float:
@@ -71,6 +74,43 @@ def require_error_model(ensemble, model_name: str):
                          "(`pulse-ml train`, then promote it or pass model_uri=...) and run "
                          "request again.")
     return err
+
+
+ASKING = {"auto": "by the error model only when its honest expected saving clears the gate "
+                  "(>= 10% of labels, bootstrap lower bound > 0), else uniform",
+          "active": "by the error model whatever the gate says (experts; the weights may cost "
+                    "more than they save)",
+          "uniform": "every session of an arm with the budget"}
+
+
+def asking_gate(err_model, budget: float, asking: str = "auto"):
+    """Ask by the error model at ``budget``, or uniformly? (:mod:`pulse_ml.stats.active_gate`).
+
+    Judged on the honest out-of-fold residuals stored with the version, at the request's budget
+    (the train-time gate used :data:`~pulse_ml.models.error_model.REFERENCE_BUDGET`).
+    ``asking``: a key of :data:`ASKING`.
+    """
+    from pulse_ml.stats.active_gate import GateResult, active_gate
+
+    if asking == "uniform":
+        return GateResult(False, 0.0, 0.0, budget, "request.asking=uniform: uniform asking")
+    if getattr(err_model, "model", None) is None:
+        return GateResult(False, 0.0, 0.0, budget, "the error model found no error spread at "
+                          "train time (the constant won): uniform asking")
+    resid2 = getattr(err_model, "resid2", np.zeros(0))
+    oof = getattr(err_model, "candidate_oof", np.zeros(0))
+    if resid2.size == 0 or resid2.size != oof.size:
+        if asking == "active":
+            return GateResult(True, float("nan"), float("nan"), budget, "request.asking=active:"
+                              " asking by the error model (no honest residuals stored to judge "
+                              "it by)")
+        return GateResult(False, 0.0, 0.0, budget, "this version stores no honest residuals to "
+                          "judge its error model by (retrain it): uniform asking")
+    gate = active_gate(oof, resid2, err_model.users, budget)
+    if asking == "active" and not gate.active:
+        return GateResult(True, gate.saved, gate.lower, budget, "request.asking=active: asking "
+                          f"by the error model although the gate says: {gate.reason}")
+    return gate
 
 
 def _read(ensemble, path: Path, settings: RequestSettings, model_name: str):
@@ -99,7 +139,7 @@ def _read(ensemble, path: Path, settings: RequestSettings, model_name: str):
             n_chunks += 1
             chunk = validate_chunk(chunk, features, path, n_rows, n_chunks, missing_text)
             f = np.asarray(predictor.predict(chunk), dtype=float)
-            err2.append(err_model.predict(chunk, f))
+            err2.append(err_model.predict(chunk, f, candidate=True))
             ids.append(chunk[ID].astype(str).to_numpy())
             study = (chunk["case_study"].astype("string").fillna("") if "case_study" in chunk
                      else pd.Series("", index=chunk.index, dtype="string"))
@@ -157,6 +197,9 @@ def request_file(ensemble, path: str | Path, settings: RequestSettings,
         budgets = np.minimum(1.0, settings.per_day / per_day[uniq % day_names.size])
     min_prob = (budgets / 4.0 if settings.min_prob is None
                 else np.minimum(settings.min_prob, budgets))
+    gate = asking_gate(ensemble.error_model, float(np.mean(budgets[groups])), settings.asking)
+    if not gate.active:  # the same expected squared error everywhere: pi = the budget
+        err2 = np.full(err2.size, float(ensemble.error_model.mean_sq))
     pi = scale_to_budget(err2, groups, budgets, min_prob)
     uniform = budgets[groups]
     ask = np.random.default_rng(settings.seed).random(pi.size) < pi
@@ -170,7 +213,7 @@ def request_file(ensemble, path: str | Path, settings: RequestSettings,
                         "width_ratio": _ratio(err2[m], pi[m], uniform[m])})
     requests = pd.DataFrame({ID: ids, "request_prob": pi, "ask": ask.astype(np.int8)})
     return RequestResult(requests, pd.DataFrame(per_arm), _ratio(err2, pi, uniform),
-                         time.perf_counter() - start, notes)
+                         time.perf_counter() - start, notes, gate.active, gate.reason)
 
 
 def _ratio(err2: np.ndarray, pi: np.ndarray, uniform: np.ndarray) -> float:
@@ -180,5 +223,6 @@ def _ratio(err2: np.ndarray, pi: np.ndarray, uniform: np.ndarray) -> float:
     return 1.0 if den <= 0 else float(np.sqrt((e2 * (1.0 / pi - 1.0)).sum() / den))
 
 
-__all__ = ["RequestResult", "RequestSettings", "request_file", "require_error_model",
+__all__ = ["ASKING", "RequestResult", "RequestSettings", "asking_gate", "request_file",
+           "require_error_model",
            "width_ratio"]

@@ -207,8 +207,11 @@ def run_settings(job: MonitorJob) -> Monitoring:
     raw = read_frame(job.data_path, skip=FREE_TEXT)
     check_selected(raw, job.data_path, job.only, job.case_studies, "case_study")  # and names
     refuse_varying(raw, job.data_path, "monitor", job.only,
-                   "its confidence sequences take the day's ratings as a uniform sample of the "
-                   "day's sessions; weighted sequences are not implemented")
+                   "its confidence sequences are built from running unit-weight sums per "
+                   "look (stats/sequential/engine.py), and the weights 1/(request_prob x "
+                   "response rate) would need a response model re-fitted at every look, which "
+                   "changes the weights of sessions already seen; weighted sequences are not "
+                   "implemented. For a test you will monitor, ask with request.asking=uniform")
     # a read-only store fails before the model loads, not after the work
     model = open_model(job.model_uri, write_store=job.log_mlflow)
     ensemble, version = model.ensemble, model.version

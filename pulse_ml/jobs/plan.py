@@ -162,7 +162,9 @@ def _active_line(ensemble, n_ppi: int, n_unl: int) -> str:
     n_active = int(np.ceil(n_ppi * ratio**2))
     return (f"  active requests: {n_active:>7,} rated sessions per arm with `pulse-ml request` "
             f"({100 * abs(saved):.1f}% {'fewer' if saved >= 0 else 'more'})\n   (vs uniform "
-            f"PPI++; error model '{err.choice}', judged on out-of-fold residuals it never saw)")
+            f"PPI++; error model '{err.choice}', judged on out-of-fold residuals it never saw)"
+            + (f"\n   uniform asking: at train time {err.fallback}"
+               if getattr(err, "fallback", "") else ""))
 
 
 def _shared_phrase(design: Design) -> str:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pulse_ml.inference.requests import RequestResult, RequestSettings, request_file
+from pulse_ml.inference.requests import ASKING, RequestResult, RequestSettings, request_file
 from pulse_ml.report.tables import say, text_table
 
 
@@ -41,7 +41,7 @@ class RequestJob:
 
 def settings_from_config(cfg) -> RequestJob:
     """Read the composed config once."""
-    from pulse_ml.config import flag, is_missing, number
+    from pulse_ml.config import choice, flag, is_missing, number
     from pulse_ml.errors import PulseError
 
     budget = number(cfg, "budget", "request", optional=True)
@@ -68,7 +68,8 @@ def settings_from_config(cfg) -> RequestJob:
         settings=RequestSettings(budget=budget, per_day=per_day, min_prob=min_prob,
                                  seed=int(seed), chunk_size=int(chunk),
                                  threads=int(threads or 0),
-                                 progress=flag(cfg, "progress", "request", True)),
+                                 progress=flag(cfg, "progress", "request", True),
+                                 asking=choice(cfg, "request.asking", "request", ASKING)),
         log_mlflow=flag(cfg, "log_mlflow", "request", True))
 
 
@@ -101,7 +102,9 @@ def run(cfg) -> RequestResult:
     err = model.ensemble.error_model
     say(f"{model.describe()}; error model '{err.choice}' "
         f"(out-of-fold MSE of the squared error {err.gain_pct:+.1f}% vs constant)")
-    say(f"asking by sqrt(expected squared error), {how}, seed={s.seed}")
+    say(f"{'asking by sqrt(expected squared error)' if result.active else 'uniform asking'}, "
+        f"{how}, seed={s.seed}")
+    say(f"why: {result.why}")
     arms = result.arms.assign(case_study=result.arms["case_study"].replace("", "(none)"))
     arms = arms.sort_values(["case_study", "condition"], kind="stable").rename(columns={
         "case_study": "case study", "expected_asks": "expected", "min_prob": "min prob",
@@ -132,7 +135,8 @@ def _log(job: RequestJob, model, result: RequestResult) -> str:
               keys.MODEL_VERSION: model.version_number or ""},
         params={"data_path": job.data_path, "budget": s.budget, "per_day": s.per_day,
                 "min_prob": "budget/4" if s.min_prob is None else s.min_prob, "seed": s.seed,
-                "error_model": model.ensemble.error_model.choice},
+                "error_model": model.ensemble.error_model.choice,
+                "asking": "active" if result.active else "uniform"},
         metrics={"width_ratio": result.width_ratio, "n_sessions": len(result.requests),
                  "n_ask": int(result.requests["ask"].sum()),
                  "expected_asks": float(result.requests["request_prob"].sum())},

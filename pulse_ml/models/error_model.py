@@ -9,7 +9,11 @@ predict. The final model (fitted on every residual) predicts new sessions. Light
 constant (uniform asking) and two regularized gradient-boosting models (scikit-learn's
 HistGradientBoostingRegressor on the numeric, count, flag and categorical features plus the
 prediction itself) compete on out-of-fold squared error; the constant wins when the error size
-does not vary visibly, so asking falls back to uniform.
+does not vary visibly, so asking falls back to uniform. A boosting winner is kept only when its
+honest expected label saving at :data:`REFERENCE_BUDGET` clears the gate of
+:func:`pulse_ml.stats.active_gate.active_gate` (>= 10% and a bootstrap lower bound over users
+> 0); otherwise the version falls back to the constant too (``fallback`` says why), and
+``request`` asks uniformly.
 
 References:
     T. Zrnic, E. J. Candès. Active statistical inference. ICML 2024 (pi ~ sqrt(E[e^2 | x])).
@@ -25,7 +29,7 @@ import pandas as pd
 
 from pulse_ml.sessions.feature_sets import FeatureSet
 
-__all__ = ["ErrorModel", "fit_error_model", "oof_predictions", "CANDIDATES"]
+__all__ = ["ErrorModel", "fit_error_model", "oof_predictions", "CANDIDATES", "REFERENCE_BUDGET"]
 
 # name -> HistGradientBoostingRegressor settings (None: the constant mean squared error)
 CANDIDATES: dict[str, dict | None] = {
@@ -36,6 +40,7 @@ CANDIDATES: dict[str, dict | None] = {
                        "leaf_share": 0.02, "l2_regularization": 1.0},
 }
 FLOOR_SHARE = 0.05  # predictions at least 5% of the mean squared error (no weight blows up)
+REFERENCE_BUDGET = 0.1  # the train-time gate's budget (request's default; gains shrink above)
 
 
 @dataclass
@@ -50,6 +55,12 @@ class ErrorModel:
         model: The fitted regressor (None for ``constant``).
         oof: Honest out-of-fold predicted squared error per training session (training order).
         cv_mse: Out-of-fold MSE of each candidate (lower is better).
+        resid2: The honest squared out-of-fold residuals (training order), for the gate.
+        users: User code per training session (the gate's bootstrap unit).
+        fallback: Why a boosting winner was replaced by the constant at train time ("" if not);
+            its fitted model stays in ``model`` and its out-of-fold predictions in
+            ``candidate_oof``, so ``request`` can re-judge it at another budget.
+        candidate_oof: Out-of-fold predictions of the best boosting model when it won on MSE.
     """
 
     choice: str
@@ -59,6 +70,10 @@ class ErrorModel:
     model: object | None = None
     oof: np.ndarray = field(default_factory=lambda: np.zeros(0))
     cv_mse: dict[str, float] = field(default_factory=dict)
+    resid2: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    users: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    fallback: str = ""
+    candidate_oof: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @property
     def gain_pct(self) -> float:
@@ -66,10 +81,15 @@ class ErrorModel:
         base = self.cv_mse.get("constant", float("nan"))
         return 100.0 * (1.0 - self.cv_mse.get(self.choice, base) / base) if base > 0 else 0.0
 
-    def predict(self, frame: pd.DataFrame, prediction: np.ndarray) -> np.ndarray:
-        """Expected squared error for every row (``prediction``: the champion's, same rows)."""
+    def predict(self, frame: pd.DataFrame, prediction: np.ndarray,
+                candidate: bool = False) -> np.ndarray:
+        """Expected squared error for every row (``prediction``: the champion's, same rows).
+
+        ``candidate=True``: the boosting model even when the train-time gate fell back to the
+        constant (``request`` re-judges it at its own budget, or ``request.asking=active``).
+        """
         floor = FLOOR_SHARE * self.mean_sq
-        if self.model is None:
+        if self.model is None or (self.choice == "constant" and not candidate):
             return np.full(len(frame), self.mean_sq)
         x = np.ascontiguousarray(design(frame, self.columns, self.categories, prediction))
         # each distinct row once (sessions repeat their discrete features and prediction)
@@ -126,7 +146,7 @@ def oof_predictions(x: np.ndarray, e2: np.ndarray, folds: np.ndarray, spec: dict
 
 
 def fit_error_model(frame: pd.DataFrame, y: np.ndarray, oof: np.ndarray, folds: np.ndarray,
-                    features: FeatureSet) -> ErrorModel:
+                    features: FeatureSet, users: np.ndarray | None = None) -> ErrorModel:
     """Learn the expected squared error from honest residuals, inside the CV folds.
 
     Args:
@@ -135,6 +155,8 @@ def fit_error_model(frame: pd.DataFrame, y: np.ndarray, oof: np.ndarray, folds: 
         oof: Their out-of-fold predictions.
         folds: Fold index per row (the ensemble's folds).
         features: The model's feature set.
+        users: User id per row (the gate's bootstrap unit); None: ``frame['user_id']`` if
+            present, else each session its own user.
 
     Returns:
         The fitted error model; its ``oof`` never used a session's own fold's residuals (the
@@ -150,8 +172,21 @@ def fit_error_model(frame: pd.DataFrame, y: np.ndarray, oof: np.ndarray, folds: 
     preds = {name: oof_predictions(x, e2, folds, spec, is_cat)
              for name, spec in CANDIDATES.items()}
     cv_mse = {name: float(np.mean((p - e2) ** 2)) for name, p in preds.items()}
-    choice = min(cv_mse, key=lambda k: (cv_mse[k], k != "constant"))
-    spec = CANDIDATES[choice]
+    choice = best = min(cv_mse, key=lambda k: (cv_mse[k], k != "constant"))
+    if users is None:
+        users = (frame["user_id"].astype(str).to_numpy() if "user_id" in frame
+                 else np.arange(e2.size))
+    user_codes = pd.factorize(pd.Series(users).astype(str))[0].astype(np.int64)
+    fallback = ""
+    if choice != "constant":
+        from pulse_ml.stats.active_gate import active_gate
+
+        gate = active_gate(preds[choice], e2, user_codes, REFERENCE_BUDGET)
+        if not gate.active:
+            fallback = f"'{choice}' ({gate.reason})"
+            choice = "constant"
+    spec = CANDIDATES[best]
     model = None if spec is None else _regressor(spec, e2.size, is_cat).fit(x, e2)
     return ErrorModel(choice=choice, columns=columns, categories=cats, mean_sq=float(e2.mean()),
-                      model=model, oof=preds[choice], cv_mse=cv_mse)
+                      model=model, oof=preds[choice], cv_mse=cv_mse, resid2=e2,
+                      users=user_codes, fallback=fallback, candidate_oof=preds[best])

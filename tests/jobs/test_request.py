@@ -26,9 +26,14 @@ def _request(cli, small_demo, out, *extra):
 def test_request_writes_probabilities_at_the_budget_and_logs_a_linked_run(
         small_demo, pulse_home, champion, cli):
     out = pulse_home / "req" / "requests.csv"
-    res = _request(cli, small_demo, out, "budget=0.2", "seed=3")
+    # the demo's error spread is too small for the gate (see test_request_falls_back...): the
+    # error model's asking is forced here to test its mechanics
+    active = "request.asking=active"
+    res = _request(cli, small_demo, out, "budget=0.2", "seed=3", active)
     assert res.returncode == 0, res.stderr
     assert "expected PPI++ width vs uniform" in res.stdout and "to ask" in res.stdout
+    assert "asking by sqrt(expected squared error)" in res.stdout
+    assert "why: request.asking=active" in res.stdout
     got = pd.read_csv(out)
     frame = pd.read_parquet(small_demo)
     assert got.columns.tolist() == ["session_id", "request_prob", "ask"]
@@ -42,16 +47,17 @@ def test_request_writes_probabilities_at_the_budget_and_logs_a_linked_run(
     assert pi.std() > 0  # the error model varies
     # the same seed draws the same asks, another seed others; the probabilities do not move
     again = pulse_home / "req" / "again.csv"
-    assert _request(cli, small_demo, again, "budget=0.2", "seed=3").returncode == 0
+    assert _request(cli, small_demo, again, "budget=0.2", "seed=3", active).returncode == 0
     pd.testing.assert_frame_equal(pd.read_csv(again), got)
     other = pulse_home / "req" / "other.csv"
-    assert _request(cli, small_demo, other, "budget=0.2", "seed=4").returncode == 0
+    assert _request(cli, small_demo, other, "budget=0.2", "seed=4", active).returncode == 0
     other_frame = pd.read_csv(other)
     np.testing.assert_allclose(other_frame["request_prob"], pi)
     assert (other_frame["ask"] != got["ask"]).any()
 
     daily = pulse_home / "req" / "daily.csv"  # per_day: ~K asks a day over all arms
-    res = _request(cli, small_demo, daily, "budget=null", "per_day=40", "log_mlflow=false")
+    res = _request(cli, small_demo, daily, "budget=null", "per_day=40", "log_mlflow=false",
+                   active)
     assert res.returncode == 0, res.stderr
     day = pd.to_datetime(frame["started_at"], utc=True).dt.floor("D").to_numpy()
     per_day = pd.Series(pd.read_csv(daily)["request_prob"].to_numpy()).groupby(day).sum()
@@ -64,6 +70,36 @@ def test_request_writes_probabilities_at_the_budget_and_logs_a_linked_run(
     assert len(runs) == 3
     assert set(runs[f"tags.{keys.MODEL_VERSION}"]) == {champion.version}
     assert (runs["metrics.n_sessions"] == len(frame)).all()
+    assert set(runs["params.asking"]) == {"active"}
+
+
+def test_request_falls_back_to_uniform_asking_unless_the_honest_gain_clears_the_gate(
+        small_demo, pulse_home, champion, cli):
+    """The demo's errors barely vary: the honest saving is far below 10%, so `request` asks
+    every session with the budget and says why; `request.asking=uniform` does so by choice."""
+    from pulse_ml.inference.requests import asking_gate
+
+    tracking.setup(keys.TRAIN_EXPERIMENT)
+    err = mlflow_io.load_registered("models:/pulse-satisfaction@champion")[0].error_model
+    gate = asking_gate(err, 0.2)
+    assert not gate.active and (gate.saved < 0.10 or gate.lower <= 0)
+    for how in ("request.asking=auto", "request.asking=uniform"):
+        out = pulse_home / "req" / f"{how[-4:]}.csv"
+        res = _request(cli, small_demo, out, "budget=0.2", "seed=3", how)
+        assert res.returncode == 0, res.stderr
+        assert "uniform asking, budget=0.2" in res.stdout and "why: " in res.stdout
+        pi = pd.read_csv(out)["request_prob"].to_numpy()
+        np.testing.assert_allclose(pi, 0.2, rtol=1e-9)  # exactly the budget: no weights
+        assert "uniform asking at the same budget: 1.000" in res.stdout
+    auto = _request(cli, small_demo, pulse_home / "req" / "a.csv", "budget=0.2",
+                    "log_mlflow=false")
+    assert "needs >= 10%" in auto.stdout or "no error spread" in auto.stdout
+    plan = cli("plan", "effect=0.2")
+    assert plan.returncode == 0 and "active requests:" in plan.stdout
+    if err.fallback:  # the train-time gate replaced a boosting model: plan says so
+        assert "uniform asking: at train time" in plan.stdout
+    bad = _request(cli, small_demo, pulse_home / "req" / "b.csv", "request.asking=always")
+    assert bad.returncode == 2 and "request.asking" in bad.stderr and "auto" in bad.stderr
 
 
 def test_request_refuses_bad_budget_and_old_models_writing_nothing(small_demo, pulse_home,
@@ -95,7 +131,8 @@ def test_request_refuses_bad_budget_and_old_models_writing_nothing(small_demo, p
 
 def test_infer_uses_request_prob_and_says_who_answered(small_demo, pulse_home, champion, cli):
     out = pulse_home / "req" / "requests.csv"
-    assert _request(cli, small_demo, out, "budget=0.3", "seed=1").returncode == 0
+    assert _request(cli, small_demo, out, "budget=0.3", "seed=1",
+                    "request.asking=active").returncode == 0
     req = pd.read_csv(out)
     frame = pd.read_parquet(small_demo)
     asked = req["ask"].to_numpy() == 1
@@ -113,6 +150,7 @@ def test_infer_uses_request_prob_and_says_who_answered(small_demo, pulse_home, c
         res = cli(verb, f"data.path={path}", f"output={pulse_home / verb}", *extra)
         assert res.returncode == 2 and "Traceback" not in res.stderr, (verb, res.stderr)
         assert "varying request_prob" in res.stderr and "pulse-ml infer" in res.stderr
+        assert ("no simulation" if verb == "audit" else "not implemented") in res.stderr
         assert not (pulse_home / verb).exists()
 
     # a rated session with request_prob = 0: one message naming the row, exit 2
