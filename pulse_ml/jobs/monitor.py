@@ -21,6 +21,10 @@ Predictions are honest: out-of-fold for the model's training sessions, the fold 
 otherwise (train one on sessions before the test with ``pulse-ml train trained_before=DATE`` or
 ``exclude_case_studies=[...]``). ``ppi.predictions=in_sample`` is refused.
 
+At every look the decision of ``infer``'s rule (ship / do_not_ship / keep_collecting / invalid),
+with a confidence sequence per declared guardrail (ship needs all of them non-inferior). A case
+study with several treatments is refused (the sequences are not Holm-adjusted over variants).
+
 Writes monitor.json, monitor.csv (one row per case study x look x estimator) and monitor.png to
 ``output`` and logs them to MLflow experiment pulse-infer.
 
