@@ -65,21 +65,26 @@ class ConsistencyResult:
     per_replication: pd.DataFrame
 
 
-def _arms(table: SessionTable, preds: np.ndarray, study: CaseStudy):
+def _arms(table: SessionTable, preds: np.ndarray, study: CaseStudy,
+          treatment: str | None = None):
+    """Control and treatment arms (``treatment``: one of several variants; default the first)."""
     codes = pd.factorize(table.frame["user_id"])[0]
     return (arm_data(table, preds, study, study.control, codes).arm,
-            arm_data(table, preds, study, study.treatment, codes).arm)
+            arm_data(table, preds, study, treatment or study.treatment, codes).arm)
 
 
 def consistency(table: SessionTable, preds: np.ndarray, study: CaseStudy,
                 settings: InferenceSettings, replications: int = 200, hide_share: float = 0.5,
-                seed: int = 0) -> ConsistencyResult:
-    """Labeled-vs-unlabeled consistency check of one case study (see module docstring)."""
+                seed: int = 0, treatment: str | None = None) -> ConsistencyResult:
+    """Labeled-vs-unlabeled consistency check of one case study (see module docstring).
+
+    ``treatment`` picks one of several variants (against the control); default the first.
+    """
     from pulse_ml.stats.consistency import labeled_unlabeled_consistency
 
-    control, treatment = _arms(table, preds, study)
+    control, treatment_arm = _arms(table, preds, study, treatment)
     check = labeled_unlabeled_consistency(
-        control, treatment, clusters=settings.clusters, alpha=settings.alpha,
+        control, treatment_arm, clusters=settings.clusters, alpha=settings.alpha,
         replications=replications, hide_share=hide_share, seed=seed)
     per = check.per_replication
     se_a, se_n = per["aug_se"].to_numpy(float), per["naive_se"].to_numpy(float)
@@ -116,14 +121,17 @@ class SplitHalfResult:
 
 def split_half(table: SessionTable, preds: np.ndarray, study: CaseStudy,
                settings: InferenceSettings, replications: int = 1000, seed: int = 0,
-               level: float = 0.05) -> SplitHalfResult:
-    """Variance and bias checks of the augmented intervals (the verdict) and of the naive ones."""
+               level: float = 0.05, treatment: str | None = None) -> SplitHalfResult:
+    """Variance and bias checks of the augmented intervals (the verdict) and of the naive ones.
+
+    ``treatment`` picks one of several variants (against the control); default the first.
+    """
     from pulse_ml.stats.half_checks import audit_halves
 
-    control, treatment = _arms(table, preds, study)
+    control, treatment_arm = _arms(table, preds, study, treatment)
     kw = {"clusters": settings.clusters, "alpha": settings.alpha, "replications": replications,
           "seed": seed, "level": level}
-    aug = audit_halves(control, treatment, method="augmented", **kw)
-    naive = audit_halves(control, treatment, method="naive", **kw)
+    aug = audit_halves(control, treatment_arm, method="augmented", **kw)
+    naive = audit_halves(control, treatment_arm, method="naive", **kw)
     return SplitHalfResult({"augmented": aug.variance, "naive": naive.variance}, aug.verdict,
                            aug.reason, aug.bias, aug.checks)

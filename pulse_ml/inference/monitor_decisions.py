@@ -6,14 +6,19 @@ At each look of a case study (its first treatment; the monitor compares two arms
   user has sessions in both arms, else sessions) against the declared ``split`` (or equal
   shares), chi-square p below 0.001 / (number of looks), Bonferroni over the looks, so a correct
   experiment is flagged at some look with probability at most 0.001;
-* **ship** when the confidence sequence is above the bound (0 for superiority, ``-margin`` for
-  non-inferiority) and the case study declares no guardrail;
-* **do_not_ship** when the sequence is below the bound;
+* **ship** when the rating's PPI++ confidence sequence is above the bound (0 for superiority,
+  ``-margin`` for non-inferiority) AND every guardrail's confidence sequence is on the good side
+  of its margin (``infer``'s rule, an intersection-union test: each sequence at the unadjusted
+  level);
+* **do_not_ship** when the rating sequence is below the bound or a guardrail's sequence is
+  entirely beyond its margin;
 * **keep_collecting** otherwise (and before the burn-in look, when there is no sequence yet).
 
 The sequences are valid at every look at once, so acting at the first conclusive look keeps
-the error level. Guardrails have no confidence sequence here: a case study with guardrails is
-never shipped by the monitor (its reason says so); ``infer`` checks them at the planned end.
+the error level. A guardrail's sequence (:mod:`pulse_ml.stats.sequential.guardrail_cs`) uses
+all sessions (fully observed), cluster-robust by user; its target (sessions at which it is
+tightest) is the rating sequence's target times the sessions per label up to the burn-in look,
+so later data never move it either.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from pulse_ml.stats.decision_stats import SRM_ALPHA, srm_test
+from pulse_ml.stats.sequential.guardrail_cs import GuardrailSequence, guardrail_sequence
 
 
 def _units_by_look(data, g: int, n_looks: int) -> tuple[np.ndarray, str]:
@@ -42,11 +48,56 @@ def _units_by_look(data, g: int, n_looks: int) -> tuple[np.ndarray, str]:
     return counts, unit
 
 
-def look_decisions(result) -> pd.DataFrame:
+def guardrail_sequences(result, sessions: pd.DataFrame | None, g: int, n_looks: int,
+                        alpha: float) -> list[tuple[object, GuardrailSequence]]:
+    """The confidence sequence of every guardrail of case study ``g`` (none without a table).
+
+    The target: the rating sequence's t* (labels) times sessions per label up to the
+    burn-in look (data that later looks never change).
+    """
+    data, study = result.data, result.data.studies[g]
+    if sessions is None or not study.guardrails:
+        return []
+    mask = data.group == g
+    k0 = int(result.result.burn_in_look[g])
+    seen = data.look[mask] <= k0
+    labels = max(int((data.labeled[mask] & seen).sum()), 1)
+    t_star = result.target_labels[study.name] * int(seen.sum()) / labels
+    rows = data.rows[mask]
+    out = []
+    for guard in study.guardrails:
+        values = pd.to_numeric(sessions[guard.column].iloc[rows], errors="coerce")
+        out.append((guard, guardrail_sequence(
+            values.to_numpy(float), data.arm[mask], data.look[mask],
+            None if data.users is None else data.users[mask], n_looks, t_star, alpha,
+            guard.relative)))
+    return out
+
+
+def _guard_state(seqs, k: int) -> tuple[list[str], list[str], list[str]]:
+    """Guardrails shown non-inferior, conclusively worse, and open at look ``k``."""
+    ok, bad, open_ = [], [], []
+    for guard, seq in seqs:
+        sign = -1.0 if guard.better == "lower" else 1.0
+        lo, hi = sorted((sign * seq.lower[k], sign * seq.upper[k]))
+        if lo > -guard.margin:
+            ok.append(guard.column)
+        elif hi < -guard.margin:
+            bad.append(guard.column)
+        else:
+            open_.append(guard.column)
+    return ok, bad, open_
+
+
+def look_decisions(result, sessions: pd.DataFrame | None = None,
+                   alpha: float = 0.05) -> pd.DataFrame:
     """The rule at every look of every monitored case study.
 
     Args:
         result: The :class:`pulse_ml.inference.monitor.Monitoring` of ``monitor``.
+        sessions: The session table's frame (the guardrail columns); ``None`` = no guardrail
+            sequences, and a case study with guardrails is then never shipped.
+        alpha: Level of the guardrail sequences (the monitor's).
 
     Returns:
         One row per case study and look: ``case_study, look, day, decision, srm_p_value,
@@ -59,6 +110,7 @@ def look_decisions(result) -> pd.DataFrame:
         aug = aug.sort_values("look")
         n_looks = len(aug)
         counts, unit = _units_by_look(data, g, n_looks)
+        seqs = guardrail_sequences(result, sessions, g, n_looks, alpha)
         split = study.split
         shares = None if not split else [split[study.control], split[study.treatment]]
         bound = 0.0 if study.rule == "superiority" else -float(study.margin or 0.0)
@@ -66,20 +118,28 @@ def look_decisions(result) -> pd.DataFrame:
         for k, row in enumerate(aug.itertuples(index=False)):
             srm = srm_test(counts[k], shares, alpha=level)
             lo, hi = row.cs_lower, row.cs_upper
+            g_ok, g_bad, g_open = _guard_state(seqs, k)
+            if study.guardrails and not seqs:
+                g_open = [guard.column for guard in study.guardrails]
             if srm.flagged:
                 decision = "invalid"
                 reason = (f"sample-ratio mismatch: {unit}s per arm {counts[k, 0]:,} / "
                           f"{counts[k, 1]:,} (p = {srm.p_value:.2g} < {level:.2g})")
+            elif g_bad:
+                decision = "do_not_ship"
+                reason = f"guardrail sequence(s) beyond their margin: {', '.join(g_bad)}"
             elif not (np.isfinite(lo) and np.isfinite(hi)):
                 decision, reason = "keep_collecting", "no sequence yet (before the burn-in)"
-            elif lo > bound and study.guardrails:
-                decision = "keep_collecting"
-                reason = (f"the rating sequence is above {bound:g}; guardrails are not "
-                          "monitored (check them with infer)")
-            elif lo > bound:
-                decision, reason = "ship", f"the PPI++ sequence is above {bound:g}"
             elif hi < bound:
                 decision, reason = "do_not_ship", f"the PPI++ sequence is below {bound:g}"
+            elif lo > bound and not g_open:
+                decision, reason = "ship", f"the PPI++ sequence is above {bound:g}"
+                if g_ok:
+                    reason += f"; guardrail(s) non-inferior: {', '.join(g_ok)}"
+            elif lo > bound:
+                decision = "keep_collecting"
+                reason = (f"the PPI++ sequence is above {bound:g}; guardrail(s) not yet shown "
+                          f"non-inferior: {', '.join(g_open)}")
             else:
                 decision, reason = "keep_collecting", f"the PPI++ sequence includes {bound:g}"
             rows.append({"case_study": study.name, "look": int(row.look), "day": int(row.day),

@@ -129,23 +129,29 @@ def run(cfg: Node):
     table, preds, notes = data.table, data.predictions, data.notes
     study = table.case_study(name)
     truth = _truth_check(job, table, preds, study)
-    result = split_half(table, preds, study, settings, job.split_half_replications, job.seed)
-    halves = result.audits
-    check = consistency(table, preds, study, settings, job.replications, job.hide_share,
-                        job.seed)
+    pairs = {t: (split_half(table, preds, study, settings, job.split_half_replications,
+                            job.seed, treatment=t),
+                 consistency(table, preds, study, settings, job.replications, job.hide_share,
+                             job.seed, treatment=t))
+             for t in study.all_treatments}  # several variants: each against the control
     from pulse_ml.env.atomic import staged_outputs
 
     out = job.output
-    split = {m: {k: v for k, v in asdict(a).items() if k != "per_replication"}
-             for m, a in halves.items()}
-    split["bias"] = None if result.bias is None else asdict(result.bias)
-    split["checks"] = list(result.checks)
-    cons = {k: v for k, v in asdict(check).items()
-            if k not in ("per_replication", "case_study")}
-    summary = {"case_study": name, "mode": mode, "verdict": result.verdict,
-               "verdict_reason": result.reason,
-               "split_half": split, "consistency": cons, "truth": truth}
-    per = pd.concat([a.per_replication.assign(method=m) for m, a in halves.items()],
+    several = len(pairs) > 1
+    parts = {t: _pair_summary(result, check) for t, (result, check) in pairs.items()}
+    first = parts[study.treatment]
+    verdict = max((p["verdict"] for p in parts.values()), key=VERDICT_ORDER.index)
+    summary = {"case_study": name, "mode": mode, "verdict": verdict,
+               "verdict_reason": first["verdict_reason"] if not several else "; ".join(
+                   f"{t} vs {study.control}: {p['verdict']} ({p['verdict_reason']})"
+                   for t, p in parts.items())}
+    if several:
+        summary["treatments"] = parts  # one entry per treatment vs the control
+    else:
+        summary.update(split_half=first["split_half"], consistency=first["consistency"])
+    summary["truth"] = truth
+    per = pd.concat([a.per_replication.assign(method=m, **({"treatment": t} if several else {}))
+                     for t, (result, _) in pairs.items() for m, a in result.audits.items()],
                     ignore_index=True)
     stem = f"audit_{file_part(name)}"  # a slug + hash for names unfit for a file name
     with staged_outputs(out) as stage:  # both files or neither; earlier ones stay otherwise
@@ -153,13 +159,52 @@ def run(cfg: Node):
         (stage / f"{stem}.json").write_text(json.dumps(
             {**summary, **run_identity(version, raw, model.ensemble.features.names)}, indent=2,
             default=str))
-    nominal = 1 - settings.alpha
     for note in notes:
         say(f"note: {note}")
     unit = "users" if settings.clusters else "sessions"
     say(f"audit of '{name}' ({mode} predictions, {unit} as independent units)")
+    for t, (result, check) in pairs.items():
+        if several:
+            say(f"\n== {t} vs {study.control}")
+        _say_pair(result, check, settings.alpha, unit)
+    if several:
+        say(f"\nverdict over the {len(pairs)} treatments (the worst): {verdict}")
+    if truth is not None:
+        say(f"3. against the true effect {truth['effect']:+.4f} ({Path(truth['source']).name}; "
+            "one dataset: a yes/no, not a coverage rate):")
+        for method in ("naive", "augmented"):
+            t = truth[method]
+            say(f"   {estimator_label(method):9s} {t['effect']:+.4f} [{t['ci_lower']:+.4f}, "
+                f"{t['ci_upper']:+.4f}]  covers the true effect: {'yes' if t['covers'] else 'NO'}")
+    if mode == "in_sample":
+        say("   warning: in_sample predictions leak labels; this audit cannot vouch for them.")
+    say(f"written: {out / f'{stem}.json'}, {out / f'{stem}.csv'}")
+    if job.log_mlflow:
+        _log_run(job, pairs, verdict, [out / f"{stem}.json", out / f"{stem}.csv"],
+                 version, raw)
+    return summary
+
+
+VERDICT_ORDER = ("valid", "inconclusive", "too narrow")  # the worst verdict is the last
+
+
+def _pair_summary(result, check) -> dict:
+    """The audit of one treatment against the control, JSON-ready."""
+    split = {m: {k: v for k, v in asdict(a).items() if k != "per_replication"}
+             for m, a in result.audits.items()}
+    split["bias"] = None if result.bias is None else asdict(result.bias)
+    split["checks"] = list(result.checks)
+    cons = {k: v for k, v in asdict(check).items()
+            if k not in ("per_replication", "case_study")}
+    return {"verdict": result.verdict, "verdict_reason": result.reason, "split_half": split,
+            "consistency": cons}
+
+
+def _say_pair(result, check, alpha: float, unit: str) -> None:
+    """The terminal lines of the split-half audit and consistency check of one pair."""
+    halves, nominal = result.audits, 1 - alpha
     say(f"1. split-half audit: {halves['augmented'].requested} random splits of the {unit} "
-          "into two halves;")
+        "into two halves;")
     say("   variance check: the same method on both halves passes when the two estimates differ "
         "by no more")
     say(f"   than their intervals allow (a valid method passes ~{nominal:.0%} of splits)")
@@ -174,27 +219,13 @@ def run(cfg: Node):
     say(f"   with {nominal:.0%}): {check.replications} replications hiding "
         f"{check.hide_share:.0%} of the labeled {unit}, nested estimates vs all labels")
     say(f"   agreement rate       naive {check.consistency_rate_naive:.3f}   PPI++ "
-          f"{check.consistency_rate_augmented:.3f} ± {check.consistency_mc_se:.3f}   "
-          f"(gap {check.consistency_gap:+.3f})")
+        f"{check.consistency_rate_augmented:.3f} ± {check.consistency_mc_se:.3f}   "
+        f"(gap {check.consistency_gap:+.3f})")
     say(f"   mean s.e. ratio      PPI++ / naive {check.mean_se_ratio:.3f}")
     if check.consistency_gap > max(0.05, 2 * check.consistency_mc_se):
         say("   warning: labeled sessions look different from unlabeled ones to the predictor "
             "(PPI++ agreement well below naive); check label_shift.csv and "
             "prediction_shift.csv from pulse-ml infer, or try infer reweight=true.")
-    if truth is not None:
-        say(f"3. against the true effect {truth['effect']:+.4f} ({Path(truth['source']).name}; "
-            "one dataset: a yes/no, not a coverage rate):")
-        for method in ("naive", "augmented"):
-            t = truth[method]
-            say(f"   {estimator_label(method):9s} {t['effect']:+.4f} [{t['ci_lower']:+.4f}, "
-                f"{t['ci_upper']:+.4f}]  covers the true effect: {'yes' if t['covers'] else 'NO'}")
-    if mode == "in_sample":
-        say("   warning: in_sample predictions leak labels; this audit cannot vouch for them.")
-    say(f"written: {out / f'{stem}.json'}, {out / f'{stem}.csv'}")
-    if job.log_mlflow:
-        _log_run(job, result, check, [out / f"{stem}.json", out / f"{stem}.csv"],
-                 version, raw)
-    return summary
 
 
 def _truth_check(job: AuditSettings, table, preds, study) -> dict | None:
@@ -225,30 +256,35 @@ def _truth_check(job: AuditSettings, table, preds, study) -> dict | None:
     return out
 
 
-def _log_run(job: AuditSettings, result, check, files: list[Path], version, raw) -> None:
+def _log_run(job: AuditSettings, pairs: dict, verdict: str, files: list[Path], version,
+             raw) -> None:
     """An ``audit-<case study>`` run in pulse-infer, tagged with and linked to the model.
 
     Metrics: ``split_half_rate_<method>``, ``split_half_mc_se_<method>`` (variance check),
     ``split_half_bias_gap``, ``split_half_bias_se``, ``split_half_bias_p_value`` and the
     consistency check's ``consistency_rate_naive``, ``consistency_rate_augmented``,
-    ``consistency_mc_se``, ``consistency_gap``, ``mean_se_ratio``; tag ``verdict``.
+    ``consistency_mc_se``, ``consistency_gap``, ``mean_se_ratio``; with several treatments each
+    prefixed ``<treatment>.``; tag ``verdict`` (the worst over the treatments).
     """
     from pulse_ml import keys
     from pulse_ml.registry import runs
     from pulse_ml.registry.analysis import dataset_input, run_line
 
-    metrics = {f"split_half_{k}_{m}": float(getattr(a, k))
-               for m, a in result.audits.items() for k in ("rate", "mc_se")}
-    if result.bias is not None:
-        metrics.update({f"split_half_bias_{k}": float(getattr(result.bias, k))
-                        for k in ("gap", "se", "p_value")})
-    metrics.update({k: float(getattr(check, k)) for k in (
-        "consistency_rate_naive", "consistency_rate_augmented", "consistency_mc_se",
-        "consistency_gap", "mean_se_ratio")})
+    metrics: dict[str, float] = {}
+    for t, (result, check) in pairs.items():
+        pre = f"{t}." if len(pairs) > 1 else ""
+        metrics.update({f"{pre}split_half_{k}_{m}": float(getattr(a, k))
+                        for m, a in result.audits.items() for k in ("rate", "mc_se")})
+        if result.bias is not None:
+            metrics.update({f"{pre}split_half_bias_{k}": float(getattr(result.bias, k))
+                            for k in ("gap", "se", "p_value")})
+        metrics.update({f"{pre}{k}": float(getattr(check, k)) for k in (
+            "consistency_rate_naive", "consistency_rate_augmented", "consistency_mc_se",
+            "consistency_gap", "mean_se_ratio")})
     run_id = runs.log_inference_run(
         f"audit-{job.case_study}",
         tags={keys.KIND: keys.KIND_AUDIT, keys.CASE_STUDY: job.case_study, keys.MODE: job.mode,
-              keys.MODEL_URI: job.model_uri, keys.VERDICT: result.verdict},
+              keys.MODEL_URI: job.model_uri, keys.VERDICT: verdict},
         params={"data_path": job.data_path, "replications": job.replications,
                 "split_half_replications": job.split_half_replications,
                 "hide_share": job.hide_share, "seed": job.seed,
@@ -257,7 +293,7 @@ def _log_run(job: AuditSettings, result, check, files: list[Path], version, raw)
         dataset=dataset_input(raw, job.data_path),
         description=(f"Split-half audit of case study `{job.case_study}` "
                      f"({job.split_half_replications} splits; verdict "
-                     f"{result.verdict}) and labeled-vs-unlabeled consistency check "
+                     f"{verdict}) and labeled-vs-unlabeled consistency check "
                      f"({job.replications} hidings), {job.mode} predictions, model "
                      f"`{job.model_uri}`."), labels=job.run)
     say(run_line(run_id))

@@ -21,6 +21,10 @@ Predictions are honest: out-of-fold for the model's training sessions, the fold 
 otherwise (train one on sessions before the test with ``pulse-ml train trained_before=DATE`` or
 ``exclude_case_studies=[...]``). ``ppi.predictions=in_sample`` is refused.
 
+At every look the decision of ``infer``'s rule (ship / do_not_ship / keep_collecting / invalid),
+with a confidence sequence per declared guardrail (ship needs all of them non-inferior). A case
+study with several treatments is refused (the sequences are not Holm-adjusted over variants).
+
 Writes monitor.json, monitor.csv (one row per case study x look x estimator) and monitor.png to
 ``output`` and logs them to MLflow experiment pulse-infer.
 
@@ -187,6 +191,27 @@ def _description(result: Monitoring, meta: dict, job: MonitorJob) -> str:
     return "\n".join(lines)
 
 
+def check_monitorable(table) -> None:
+    """Refuse case studies with several treatments, and bad guardrail columns (exit 2).
+
+    The monitor's sequences compare two arms; with several variants the decision needs Holm
+    over the treatments at every look, which the monitor does not do yet.
+    """
+    from pulse_ml.inference.decisions import check_guardrail_columns
+
+    several = [s for s in table.case_studies if len(s.all_treatments) > 1]
+    if several:
+        s = several[0]
+        raise PulseError(
+            f"{table.path}: case study '{s.name}' declares {len(s.all_treatments)} treatments "
+            f"({', '.join(s.all_treatments)}); pulse-ml monitor compares one treatment with "
+            "the control (its sequences are not Holm-adjusted over several variants). Use "
+            "`pulse-ml infer` (Holm over the treatments), or monitor one variant with "
+            f"declare.{s.name}.treatment=VARIANT (its error level is then per variant, not "
+            f"over the family), or leave it out with case_study=NAME.")
+    check_guardrail_columns(table, table.case_studies)
+
+
 def run(cfg: Node) -> Monitoring:
     """Entry point of ``pulse-ml monitor``."""
     return run_settings(settings_from_config(cfg))
@@ -218,8 +243,9 @@ def run_settings(job: MonitorJob) -> Monitoring:
     raw = with_free_text(raw, job.data_path, ensemble.features.of_kind("text"))
     data = honest_data(raw, job.data_path, ensemble, job.case_studies, job.only, "crossfit")
     table = data.table
+    check_monitorable(table)
     result = monitor(table, data.predictions, job.settings)
-    decisions = look_decisions(result)
+    decisions = look_decisions(result, table.frame, job.settings.alpha)
     meta = {**model.meta(), "mode": "crossfit", "data": job.data_path, "alpha": job.settings.alpha,
             "clusters": "user_id" if job.settings.clusters else "none",
             "looks": job.settings.looks.describe(), "horizon_days": job.settings.horizon_days,

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from pulse_ml.config import compose
+from pulse_ml.errors import PulseError
 from pulse_ml.jobs import monitor, train
 
 
@@ -72,3 +73,57 @@ def test_sample_ratio_mismatch_makes_looks_invalid(home, small_demo, tmp_path):
     assert (gpt.loc[:7, "decision"] != "invalid").all()
     assert gpt.loc[21, "decision"] == "invalid" and gpt.loc[21, "srm_p_value"] < 0.001 / 21
     assert (decisions[decisions["case_study"] == "plan"]["decision"] != "invalid").all()
+
+
+def _plan_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame[(frame["case_study"] == "plan") & (frame["estimator"] == "augmented")]
+
+
+@pytest.mark.parametrize("better", ["lower", "higher"])
+def test_guardrails_take_part_in_the_decision_at_every_look(home, small_demo, tmp_path,
+                                                            better):
+    """show-plan costs ~30% less than no-plan. With cost 'lower is better' (margin 5%) the
+    guardrail's sequence ends non-inferior and plan ships only at looks where both the rating
+    sequence is above -2 and the cost sequence clears its margin; with 'higher is better' the
+    cost is 30% worse, so plan is never shipped and ends do_not_ship on the guardrail."""
+    out = tmp_path / "out"
+    decisions, frame = _run(small_demo, out, "declare.plan.decision={rule: non_inferiority, "
+                            "margin: 2}", "case_study=plan",
+                            f"declare.plan.guardrails={{cost_usd: {{better: {better}, "
+                            "margin: 0.05, relative: true}}")
+    plan = _plan_rows(frame).merge(decisions, on=["case_study", "look"])
+    assert len(plan) == 21
+    rating_ok = plan["cs_lower"] > -2.0
+    reasons = plan["reason"]
+    if better == "lower":
+        shipped = plan["decision"] == "ship"
+        assert shipped.iloc[-1] and (shipped <= rating_ok).all()
+        assert reasons[shipped].str.contains("guardrail\\(s\\) non-inferior: cost_usd").all()
+        # early looks: the rating clears -2 before the cost sequence clears its margin
+        waiting = rating_ok & ~shipped
+        assert waiting.any()
+        assert reasons[waiting].str.contains("not yet shown non-inferior: cost_usd").all()
+    else:
+        assert (plan["decision"] != "ship").all()
+        assert plan["decision"].iloc[-1] == "do_not_ship"
+        assert "beyond their margin: cost_usd" in reasons.iloc[-1]
+
+
+def test_several_treatments_are_refused_with_one_message(home, small_demo, tmp_path):
+    frame = pd.read_parquet(small_demo)
+    rows = frame.index[(frame["case_study"] == "plan") & (frame["condition"] == "show-plan")]
+    frame.loc[rows[::2], "condition"] = "show-plan-2"
+    path = tmp_path / "three.parquet"
+    frame.to_parquet(path)
+    with pytest.raises(PulseError) as err:
+        _run(path, tmp_path / "out", "declare.plan.treatment=[show-plan, show-plan-2]",
+             "declare.plan.split=null")
+    text = str(err.value)
+    assert "case study 'plan' declares 2 treatments" in text and "declare.plan.treatment" in text
+    assert not (tmp_path / "out").exists()  # nothing written
+
+
+def test_a_guardrail_column_missing_from_the_table_is_refused(home, small_demo, tmp_path):
+    with pytest.raises(PulseError, match="guardrails.latency_s: no column 'latency_s'"):
+        _run(small_demo, tmp_path / "out", "case_study=plan",
+             "declare.plan.guardrails={latency_s: {better: lower, margin: 1}}")
