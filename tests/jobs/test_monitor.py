@@ -7,12 +7,12 @@ in a subprocess and must exit 2 with one message, no traceback, no file and no M
 from __future__ import annotations
 
 import json
-import shutil
 
 import mlflow
 import numpy as np
 import pandas as pd
 import pytest
+from model_home import model_home
 
 from pulse_ml.config import compose
 from pulse_ml.jobs import infer, monitor, train
@@ -28,15 +28,7 @@ FRAME_COLUMNS = ["case_study", "look", "day", "at", "estimator", "n_labeled", "n
 @pytest.fixture(scope="module")
 def home(tmp_path_factory, mlflow_template, small_demo):
     """A project root with a champion trained on the small demo table (once per module)."""
-    root = tmp_path_factory.mktemp("monitor-home")
-    (root / "mlruns").mkdir()
-    shutil.copy(mlflow_template, root / "mlruns" / "mlflow.db")
-    uri = f"sqlite:///{root / 'mlruns' / 'mlflow.db'}"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("PULSE_HOME", str(root))
-        mp.setenv("MLFLOW_TRACKING_URI", uri)
-        mlflow.set_tracking_uri(uri)
-        mlflow.set_registry_uri(uri)
+    with model_home(tmp_path_factory.mktemp("monitor-home"), mlflow_template) as root:
         fast = [f"data.path={small_demo}", "tuning.n_trials=1", "progress=false",
                 "model=lightgbm"]
         train.run(compose("train", fast))  # version 1, the champion
@@ -44,8 +36,6 @@ def home(tmp_path_factory, mlflow_template, small_demo):
         train.run(compose("train", [*fast, "promote=never", "register=always",
                                     "exclude_case_studies=[claude4_vs_gpt5]"]))
         yield root
-    mlflow.set_tracking_uri(None)
-    mlflow.set_registry_uri(None)
 
 
 def _infer_runs() -> pd.DataFrame:

@@ -4,12 +4,11 @@ confidence sequence, and the sample-ratio check per look."""
 from __future__ import annotations
 
 import json
-import shutil
 
-import mlflow
 import numpy as np
 import pandas as pd
 import pytest
+from model_home import model_home
 
 from pulse_ml.config import compose
 from pulse_ml.errors import PulseError
@@ -19,20 +18,10 @@ from pulse_ml.jobs import monitor, train
 @pytest.fixture(scope="module")
 def home(tmp_path_factory, mlflow_template, small_demo):
     """A project root with a champion trained on the small demo table (once per module)."""
-    root = tmp_path_factory.mktemp("monitor-decisions-home")
-    (root / "mlruns").mkdir()
-    shutil.copy(mlflow_template, root / "mlruns" / "mlflow.db")
-    uri = f"sqlite:///{root / 'mlruns' / 'mlflow.db'}"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("PULSE_HOME", str(root))
-        mp.setenv("MLFLOW_TRACKING_URI", uri)
-        mlflow.set_tracking_uri(uri)
-        mlflow.set_registry_uri(uri)
+    with model_home(tmp_path_factory.mktemp("monitor-decisions-home"), mlflow_template) as root:
         train.run(compose("train", [f"data.path={small_demo}", "tuning.n_trials=1",
                                     "progress=false", "model=lightgbm"]))
         yield root
-    mlflow.set_tracking_uri(None)
-    mlflow.set_registry_uri(None)
 
 
 def _run(data, out, *overrides) -> tuple[pd.DataFrame, pd.DataFrame]:
