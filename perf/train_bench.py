@@ -2,12 +2,21 @@
 
 Run: python perf/train_bench.py [--trials 30]
 Targets (issue): <= 5 min on 2 cores; best out-of-fold r >= 0.9 x the generator's Bayes rho.
+
+``--vs-optuna`` (issue 25): CPU seconds of ``pulse-ml train`` (whole process: imports, MLflow,
+refit, promotion, registration) next to the same Optuna study without MLflow (same table, folds,
+objective, sampler and pruner; in memory), each in its own subprocess, in one run:
+
+    nice -n 10 python perf/train_bench.py --vs-optuna --trials 20 [--model lightgbm]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -19,10 +28,91 @@ PAPER = {"ordinal_logit": (1.39, 1.07, 0.24), "hist_gb": (1.44, 1.03, 0.27),
          "random_forest": (1.44, 1.02, 0.29)}
 
 
+def plain_optuna(path: str, model: str, trials: int) -> None:
+    """The same study as ``pulse-ml train`` with Optuna only (no MLflow, no refit)."""
+    import optuna
+
+    from pulse_ml.config import compose
+    from pulse_ml.jobs import train
+    from pulse_ml.sessions.table import load_sessions
+    from pulse_ml.training.family import training_data, with_text_search_space
+    from pulse_ml.training.folds import make_folds
+    from pulse_ml.training.tuning import CVObjective, open_study
+
+    job = train.settings_from_config(compose("train", [f"model={model}", f"data.path={path}",
+                                                       f"tuning.n_trials={trials}"]))
+    table = load_sessions(path, job.features, {}, only=[])
+    tuning, spec = job.tuning, with_text_search_space(job.model, job.features)
+    labeled, y = training_data(table)
+    groups = labeled["user_id"].to_numpy() if tuning.group_by_user else None
+    folds = make_folds(len(y), tuning.n_splits, tuning.cv_seed, groups)
+    objective = CVObjective(labeled, y, folds, spec, job.features, tuning.objective,
+                            tuning.pruner_used != "none")
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    study = open_study(replace_storage(tuning), "plain", 0)
+    study.optimize(objective, n_trials=trials)
+    print(f"plain optuna best {study.best_value:.4f}")
+
+
+def replace_storage(tuning):
+    """``tuning`` kept in memory (plain Optuna's default)."""
+    from dataclasses import replace
+
+    return replace(tuning, storage=None)
+
+
+def child_cpu(args: list[str], env: dict[str, str]) -> float:
+    """CPU seconds (user + system) of one subprocess of this script."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([sys.executable, __file__, *args], check=True, env=env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def vs_optuna(model: str, trials: int, fresh_store: bool) -> None:
+    """Print CPU s of plain Optuna and of ``pulse-ml train``, and their ratio (one run).
+
+    The tracking store exists already (its schema made, untimed, as by any earlier command),
+    unless ``fresh_store``: then the first ``train`` also pays MLflow's schema migrations.
+    """
+    home = fresh_home("pulse-train-vs-optuna-")
+    path = demo_data(home)
+    env = dict(os.environ)
+    if not fresh_store:
+        subprocess.run([sys.executable, "-c", "from pulse_ml.registry import store; "
+                        "store.connect()"], check=True, env=env)
+    plain = child_cpu(["--child", "optuna", "--path", str(path), "--model", model,
+                       "--trials", str(trials)], env)
+    pulse = child_cpu(["--child", "pulse", "--path", str(path), "--model", model,
+                       "--trials", str(trials)], env)
+    store = "a new store" if fresh_store else "an existing store"
+    print(f"\n{model}, {trials} trials x 5 folds (CPU s, each in its own process; {store})")
+    print(f"{'plain optuna':<14} {plain:8.1f}\n{'pulse-ml train':<14} {pulse:8.1f}\n"
+          f"{'ratio':<14} {pulse / plain:8.2f}x (target <= 1.5x)")
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trials", type=int, default=30)
+    parser.add_argument("--vs-optuna", action="store_true",
+                        help="ratio of pulse-ml train to the same plain Optuna study")
+    parser.add_argument("--model", default="lightgbm", help="family for --vs-optuna")
+    parser.add_argument("--fresh-store", action="store_true",
+                        help="--vs-optuna on a store without schema yet (first command ever)")
+    parser.add_argument("--child", choices=["optuna", "pulse"], help=argparse.SUPPRESS)
+    parser.add_argument("--path", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child == "optuna":
+        return plain_optuna(args.path, args.model, args.trials)
+    if args.child == "pulse":
+        from pulse_ml.cli import main as cli
+
+        sys.argv = ["pulse-ml", "train", f"model={args.model}", f"data.path={args.path}",
+                    f"tuning.n_trials={args.trials}", "progress=false"]
+        return cli()
+    if args.vs_optuna:
+        return vs_optuna(args.model, args.trials, args.fresh_store)
     home = fresh_home("pulse-train-bench-")
     path = demo_data(home)
     truth = json.loads(path.with_name("ground_truth.json").read_text())

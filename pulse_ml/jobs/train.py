@@ -273,11 +273,9 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
         decision = champion_oof.with_evaluation_note(decide(
             job.promotion.rule, objective, values[objective], fp, champion, paired, label_fp,
             group_by), evaluation)
-        logged = models.log_model(fit.ensemble, fit.labeled, metrics=values,
-                                  params=fit.best_params)
         register = job.register == "always" or (job.register == "candidates"
                                                  and decision.candidate)
-        version, promoted, reason = None, False, decision.reason
+        version, promoted, reason, logged = None, False, decision.reason, None
         result = TrainResult(
             family=spec.name, feature_set=fit.features.name, run_id=run_id,
             best_params=fit.best_params, metrics=fit.metrics, n_trials=fit.n_trials_total,
@@ -301,7 +299,9 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
             **({keys.SELECTION_FREE_PREFIX + k: f"{v:.6f}" for k, v in
                 free.metrics.as_dict().items()} if free else {}),
             **({keys.PAIRED_EVALUATION: evaluation} if evaluation else {})}
-        if register:
+        if register:  # a model is logged only to be registered (issue 25: the run keeps OOF)
+            logged = models.log_model(fit.ensemble, fit.labeled, metrics=values,
+                                      params=fit.best_params)
             version = models.register_version(logged, version_card.version_tags(record))
             outcome = promotion.apply_decision(version, decision, job.promotion.auto)
             promoted, reason = outcome.promoted, outcome.reason
@@ -312,8 +312,9 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
                       "(register=candidates; register=always keeps a version of every model)")
         result = replace(result, version=version, promoted=promoted, promotion_reason=reason)
         registered = (f"version {version} of `{keys.REGISTERED_MODEL}`" if version else
-                      f"no (register={job.register}); the logged model `{spec.name}` of this "
-                      "run can be registered by hand")
+                      f"no (register={job.register}); no model logged (its out-of-fold "
+                      "predictions are in the run; register=always logs and registers every "
+                      "model)")
         text_ = report.describe(result, fit, data_name, tuning, registered)
         if version:
             models.describe_version(version, version_card.describe(
@@ -323,7 +324,7 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
                        **({keys.PAIRED_EVALUATION: evaluation} if evaluation else {}),
                        keys.PROMOTION: "promoted" if promoted else "kept",
                        keys.PROMOTION_REASON: reason[:5000], keys.NOTE: text_,
-                       keys.MODEL_ID: logged.model_id})
+                       **({keys.MODEL_ID: logged.model_id} if logged else {})})
         if paired is not None:
             runs.log_metrics({keys.PAIRED_PREFIX + k: v for k, v in paired.as_dict().items()
                               if k.startswith(("delta_", "mse_ci", "r_ci", "mae_ci"))})
