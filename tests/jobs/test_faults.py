@@ -345,7 +345,7 @@ def _sigterm_when(args: list[str], ready, timeout: float = 180, env: dict | None
                  proc.poll(), proc.stderr.read()[-2000:] if proc.poll() is not None else "")
             time.sleep(0.005)
         proc.send_signal(signal.SIGTERM)
-        _out, err = proc.communicate(timeout=60)
+        _out, err = proc.communicate(timeout=timeout)  # a bound, not a speed check
     finally:
         if proc.poll() is None:
             proc.kill()
