@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 here = Path(__file__).resolve().parents[1] / "tests"
-sys.path[:0] = [str(here / "support"), str(here / "stats")]
+sys.path.insert(0, str(here / "support"))
 from monitor_active_sim import one_replication, true_effect  # noqa: E402
 
 

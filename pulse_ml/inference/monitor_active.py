@@ -73,10 +73,18 @@ def predictable_response(x: NDArray, rated: NDArray, pi: NDArray, look: NDArray,
         within look 0 (:func:`~pulse_ml.inference.active.response_probability`); at look k from
         a model fitted on looks < k, with the same two tests on those sessions.
     """
+    from threadpoolctl import threadpool_limits
+
+    # a multi-threaded BLAS makes each small L-BFGS step ~10x slower on a loaded machine
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _predictable(np.asarray(x, float), np.asarray(rated, bool), pi, look, users,
+                            seed)
+
+
+def _predictable(x: NDArray, rated: NDArray, pi: NDArray, look: NDArray, users: NDArray,
+                 seed: int) -> NDArray:
     from scipy.special import expit
 
-    x = np.asarray(x, float)
-    rated = np.asarray(rated, bool)
     out = np.ones(len(x))
     first = look == 0
     if first.any():

@@ -1,17 +1,18 @@
 """A seeded A/B test monitored look by look while sessions are asked to rate by probability.
 
 Users with heavy-tailed session counts (Pareto), randomized by user, their sessions spread over
-the looks; skewed 1-5 stars (:func:`realistic_sims.stars`: mostly 4-5); a treatment effect that
-is larger on "hard" sessions; hard sessions are asked far more often (pi ~ sqrt(expected
-squared error), clipped), and about 20% of the asked do not answer, depending on the features.
-Without the weights the rated sessions over-represent hard ones, and the effect is biased.
+the looks; skewed 1-5 stars (the shares of tests/stats/realistic_sims.py: mostly 4-5); a
+treatment effect that is larger on "hard" sessions; hard sessions are asked far more often
+(pi ~ sqrt(expected squared error), clipped), and about 20% of the asked do not answer,
+depending on the features. Without the weights the rated sessions over-represent hard ones,
+and the effect is biased.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from active_sim import request_probs
-from realistic_sims import CUTS, stars
+from returning_users import CUTS
 from scipy.special import expit, ndtr
 
 LOOKS = 10
@@ -52,7 +53,7 @@ def simulate(seed: int, n_users: int = 1000, budget: float = 0.15, response: flo
     latent = (0.35 * x1 + 0.35 * rng.normal(0, 1, n_users)[users] - 0.6 * hard + 0.3 * x3
               + treated * np.where(hard, EFFECT[True], EFFECT[False])
               + rng.normal(0, 1, n) * np.where(hard, NOISE[True], NOISE[False]))
-    y = stars(latent)
+    y = 1.0 + np.searchsorted(CUTS, latent).astype(float)  # skewed stars (shares in CUTS)
     f = 3.9 + 0.3 * x1 - 0.7 * hard + 0.05 * x3 + 0.1 * treated + rng.normal(0, 0.15, n)
     err2 = np.where(hard, 6.0, 1.0) * np.exp(rng.normal(0, 0.3, n))  # a noisy error model
     pi = request_probs(err2, budget, budget / 4)
