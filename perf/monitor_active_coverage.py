@@ -5,7 +5,7 @@ Run: nice -n 10 /work/venv/bin/python perf/monitor_active_coverage.py --reps 200
 The design of tests/support/monitor_active_sim.py: ~1000 users with Pareto session counts
 (~5,600 sessions), randomized by user, skewed 1-5 stars, a treatment effect larger on hard
 sessions, hard sessions asked ~2.5x as often (pi ~ sqrt(expected squared error) at a 15%
-budget), ~20% of the asked not answering depending on the features, 10 looks (and 21 with
+budget), ~26% of the asked not answering depending on the features, 10 looks (and 21 with
 --looks 21). Prints, with Monte-Carlo s.e., the share of data sets whose sequence covers the
 true arm difference at EVERY look (and the all-label effect of the sessions seen by each look),
 the last look's fixed-interval coverage, the mean last-look effect error and the sequence's

@@ -3,7 +3,7 @@
 Users with heavy-tailed session counts (Pareto), randomized by user, their sessions spread over
 the looks; skewed 1-5 stars (the shares of tests/stats/realistic_sims.py: mostly 4-5); a
 treatment effect that is larger on "hard" sessions; hard sessions are asked far more often
-(pi ~ sqrt(expected squared error), clipped), and about 20% of the asked do not answer,
+(pi ~ sqrt(expected squared error), clipped), and about 26% of the asked do not answer,
 depending on the features. Without the weights the rated sessions over-represent hard ones,
 and the effect is biased.
 """
