@@ -10,7 +10,8 @@ budget), ~26% of the asked not answering depending on the features, 10 looks (an
 true arm difference at EVERY look (and the all-label effect of the sessions seen by each look),
 the last look's fixed-interval coverage, the mean last-look effect error and the sequence's
 width, for the predictable weights 1/(pi r) and, as checks that the coverage can fail, with the
-weights dropped (every rated session alike) and with 1/pi only (no response model).
+weights dropped (every rated session alike) and with 1/pi only (no response model); and with
+the true response rate (oracle), which separates the response model's error from the rest.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--looks", type=int, default=10)
     args = p.parse_args(argv)
     print(f"true arm difference {true_effect():.4f}; looks {args.looks}")
-    for weights, reps in (("predictable", args.reps), ("uniform", args.check_reps),
-                          ("pi_only", args.check_reps)):
+    for weights, reps in (("predictable", args.reps), ("oracle", args.reps),
+                          ("uniform", args.check_reps), ("pi_only", args.check_reps)):
         t0 = time.process_time()
         df = pd.DataFrame([one_replication(s, weights, looks=args.looks) for s in range(reps)])
         cpu = time.process_time() - t0

@@ -59,8 +59,9 @@ def simulate(seed: int, n_users: int = 1000, budget: float = 0.15, response: flo
     pi = request_probs(err2, budget, budget / 4)
     asked = rng.random(n) < pi
     b = np.log(response / (1 - response))
-    answers = rng.random(n) < expit(b + 1.0 * x3 - 0.5 * hard)
-    return {"x": np.column_stack([x1, hard, x3, treated]), "users": users,
+    respond = expit(b + 1.0 * x3 - 0.5 * hard)
+    answers = rng.random(n) < respond
+    return {"respond": respond, "x": np.column_stack([x1, hard, x3, treated]), "users": users,
             "arm": treated.astype(np.int64), "y": y, "f": f, "pi": pi, "rated": asked & answers,
             "look": rng.integers(0, looks, n)}
 
@@ -74,7 +75,7 @@ def one_replication(seed: int, weights: str = "predictable", looks: int = LOOKS,
 
     ``weights``: 'predictable' (1/(pi r), r from earlier looks), 'uniform' (the weights dropped:
     every rated session alike, as the unweighted monitor would), 'pi_only' (1/pi, no response
-    model).
+    model), 'oracle' (1/(pi r) with the true response rate r).
     """
     from pulse_ml.inference.monitor_active import predictable_response
     from pulse_ml.stats.sequential.weighted import weighted_monitor
@@ -83,6 +84,8 @@ def one_replication(seed: int, weights: str = "predictable", looks: int = LOOKS,
     if weights == "predictable":
         r = predictable_response(d["x"], d["rated"], d["pi"], d["look"], d["users"], seed=seed)
         w = 1.0 / (d["pi"] * r)
+    elif weights == "oracle":
+        w = 1.0 / (d["pi"] * d["respond"])
     elif weights == "pi_only":
         w = 1.0 / d["pi"]
     else:
