@@ -68,7 +68,7 @@ BOUNDS: dict[str, dict[str, Bound]] = {
               "randomization.n_permutations": _COUNT, "randomization.seed": _SEED},
     "monitor": {"alpha": _SHARE, "horizon_days": Bound(0, None, open_interval=True),
                 "target_labels": Bound(0, None, open_interval=True, optional=True),
-                "min_units_per_arm": Bound(2, None, integer=True)},
+                "min_units_per_arm": Bound(2, None, integer=True), "seed": _SEED},
     "audit": {"alpha": _SHARE, "hide_share": _SHARE, "replications": _COUNT, "seed": _SEED,
               "split_half.replications": Bound(10, None, integer=True)},
     "pipeline": {"infer.alpha": _SHARE},

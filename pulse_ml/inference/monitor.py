@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from pulse_ml.errors import PulseError
+from pulse_ml.inference.monitor_active import weigh_requested
 from pulse_ml.inference.monitor_looks import DAY, LookSpec, MonitorData, iso, look_cutoffs
 from pulse_ml.inference.monitor_warnings import few_effective_users, time_drift
 from pulse_ml.sessions.case_studies import CaseStudy
@@ -82,6 +83,8 @@ class MonitorSettings:
         min_units_per_arm: No interval before each arm has this many labeled units (users when
             clustered).
         check_id_order: Refuse integer session ids whose start times go back in time.
+        seed: Seed of the cross-fitting folds of case studies asked by varying
+            ``request_prob`` (:mod:`pulse_ml.inference.monitor_active`).
     """
 
     alpha: float = 0.05
@@ -92,6 +95,7 @@ class MonitorSettings:
     lambda_rule: str = "joint"
     min_units_per_arm: int = 10
     check_id_order: bool = True
+    seed: int = 0
 
 
 @dataclass(frozen=True)
@@ -270,11 +274,13 @@ def monitor(table: SessionTable, predictions: np.ndarray,
         horizon=settings.horizon_days, look_times=days,
         lambda_rule=settings.lambda_rule,  # type: ignore[arg-type]
         min_units_per_arm=settings.min_units_per_arm, groups=data.group)
+    # case studies asked by varying request_prob: active PPI++ with predictable weights
+    result, active_notes = weigh_requested(table, data, result, settings, days)
     t_star = result.target_labels
     frame = _frame(result.table, data)
     stops = _stop_frame(result.stops, data)
     notes = [f"case study '{s.name}': {n} session(s) after the last look are left out."
-             for s, n in zip(data.studies, data.dropped, strict=True) if n]
+             for s, n in zip(data.studies, data.dropped, strict=True) if n] + list(active_notes)
     targets = {}
     for g, study in enumerate(data.studies):
         if settings.target_labels is not None:

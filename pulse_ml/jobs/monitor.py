@@ -9,11 +9,16 @@ PPI++ Kilian, Cortinovis & Caron 2025), valid uniformly over looks: the test may
 day the sequence excludes 0. The PPI++ lambda at a look uses only the data up to it; variances
 are cluster-robust by user as in ``infer``. The sequence is tightest at the labels expected by
 ``horizon_days`` (21; from the label rate up to the burn-in look, so re-runs never redraw
-earlier days) or at ``target_labels``. Intervals start once each arm has ``min_units_per_arm``
-labeled users. The sequence's boundary is on the t scale of each look (df from the effective
-number of labeled users), and fewer than 40 effective (Kish) labeled users per arm by the last
-look (below the checked validity) gives a warning, as does a PPI++ effect shifted by labels
-that drift in time (a labeling rate that changes while the predictions move). Sessions need
+earlier days) or at ``target_labels``. A case study asked to rate by varying ``request_prob``
+(``pulse-ml request``) is monitored by active PPI++ (naive = inverse-probability weighted):
+every rated session weighs 1/(request_prob x response rate), the response rate of a look's
+sessions estimated from earlier looks only, so no weight changes after it is seen
+(pulse_ml/inference/monitor_active.py; ``seed`` splits the first look's cross-fitting folds).
+Intervals start once each arm has ``min_units_per_arm`` labeled users. The sequence's
+boundary is on the t scale of each look (df from the effective number of labeled users), and
+fewer than 40 effective (Kish) labeled users per arm by the last look (below the checked
+validity) gives a warning, as does a PPI++ effect shifted by labels that drift in time (a
+labeling rate that changes while the predictions move). Sessions need
 ``started_at`` (ISO 8601 or epoch seconds); a rating counts from the session's start; sessions
 after the last look are left out.
 
@@ -57,7 +62,6 @@ from pulse_ml.report.html import run_identity
 from pulse_ml.report.tables import say, text_table
 from pulse_ml.sessions.case_studies import CaseStudy, check_selected
 from pulse_ml.sessions.readers import FREE_TEXT, read_frame, with_free_text
-from pulse_ml.sessions.request_prob import refuse_varying
 
 IN_SAMPLE_REFUSED = (
     "pulse-ml monitor: ppi.predictions=in_sample is refused. In-sample predictions come from a "
@@ -97,7 +101,8 @@ def settings_from_config(cfg: Node) -> MonitorJob:
         target_labels=target_labels,
         lambda_rule=choice(cfg, "lambda_rule", v, LAMBDA_RULES),
         min_units_per_arm=shared.bounded(cfg, v, "min_units_per_arm"),
-        check_id_order=flag(cfg, "check_id_order", v, True))
+        check_id_order=flag(cfg, "check_id_order", v, True),
+        seed=shared.bounded(cfg, v, "seed"))
     return MonitorJob(
         model_uri=str(cfg.model_uri), data_path=str(cfg.data.path), settings=settings,
         case_studies=shared.case_study_config(cfg),
@@ -171,6 +176,7 @@ def log_run(job: MonitorJob, result: Monitoring, files: list[Path], version, met
                 "clusters": "user_id" if s.clusters else "none", "looks": s.looks.describe(),
                 "horizon_days": s.horizon_days, "target_labels": s.target_labels,
                 "lambda_rule": s.lambda_rule, "min_units_per_arm": s.min_units_per_arm,
+                "seed": s.seed,
                 "case_studies": ",".join(result.target_labels),
                 "n_labeled_oof": meta["n_labeled_with_oof"]},
         metrics=metrics, files=files, model_version=version,
@@ -231,12 +237,6 @@ def run_settings(job: MonitorJob) -> Monitoring:
     # bad files fail before the model loads; free text is read once the model says
     raw = read_frame(job.data_path, skip=FREE_TEXT)
     check_selected(raw, job.data_path, job.only, job.case_studies, "case_study")  # and names
-    refuse_varying(raw, job.data_path, "monitor", job.only,
-                   "its confidence sequences are built from running unit-weight sums per "
-                   "look (stats/sequential/engine.py), and the weights 1/(request_prob x "
-                   "response rate) would need a response model re-fitted at every look, which "
-                   "changes the weights of sessions already seen; weighted sequences are not "
-                   "implemented. For a test you will monitor, ask with request.asking=uniform")
     # a read-only store fails before the model loads, not after the work
     model = open_model(job.model_uri, write_store=job.log_mlflow)
     ensemble, version = model.ensemble, model.version

@@ -145,13 +145,24 @@ def test_infer_uses_request_prob_and_says_who_answered(small_demo, pulse_home, c
     assert "asked by request_prob" in res.stdout and "expected asked" in res.stdout
     effects = pd.read_csv(pulse_home / "inf" / "effects.csv")
     assert np.isfinite(effects["ci_lower"]).all() and (effects["ci_width"] > 0).all()
-    for verb, extra in (("audit", ["case_study=plan", "replications=20"]),
-                        ("monitor", ["case_study=plan"])):
+    for verb, extra in (("audit", ["case_study=plan", "replications=20"]),):
         res = cli(verb, f"data.path={path}", f"output={pulse_home / verb}", *extra)
         assert res.returncode == 2 and "Traceback" not in res.stderr, (verb, res.stderr)
         assert "varying request_prob" in res.stderr and "pulse-ml infer" in res.stderr
-        assert ("no simulation" if verb == "audit" else "not implemented") in res.stderr
+        assert "no simulation" in res.stderr
         assert not (pulse_home / verb).exists()
+    # monitor weights by request_prob (predictable response model), logged with its seed
+    res = cli("monitor", f"data.path={path}", "case_study=plan", "seed=4",
+              f"output={pulse_home / 'monitor'}")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.count("asked by varying request_prob") == 2  # one note per arm
+    rows = pd.read_csv(pulse_home / "monitor" / "monitor.csv")
+    last = rows[rows["day"] == rows["day"].max()]
+    assert np.isfinite(last[["cs_lower", "cs_upper"]].to_numpy()).all()
+    tracking.setup(keys.INFER_EXPERIMENT)
+    run = mlflow.search_runs(experiment_names=[keys.INFER_EXPERIMENT],
+                             filter_string=f"tags.{keys.KIND} = '{keys.KIND_MONITOR}'")
+    assert run["params.seed"].tolist() == ["4"]
 
     # a rated session with request_prob = 0: one message naming the row, exit 2
     bad = table.copy()
