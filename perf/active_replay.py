@@ -196,7 +196,7 @@ def replay(args) -> None:
                     continue
                 for name, est in (("naive", c.naive), ("ppi", c.augmented)):
                     res[f"{kind}_{name}"][seed] = (est.ci_lower <= truth <= est.ci_upper,
-                                                   est.ci_upper - est.ci_lower)
+                                                   est.ci_upper - est.ci_lower, est.effect)
         row = {"case_study": study, "sessions": int(m.sum())}
         for k, v in res.items():
             arr = np.array(list(v.values()), dtype=float)
@@ -204,6 +204,7 @@ def replay(args) -> None:
             row[f"{k}_cov"] = f"{cov:.3f}±{np.sqrt(cov * (1 - cov) / len(arr)):.3f}"
             row[f"{k}_width"] = arr[:, 1].mean()
             row[f"{k}_n"] = len(arr)
+            row[f"{k}_sd"] = arr[:, 2].std(ddof=1)  # the estimates' own spread over draws
         row["saved_pct"] = _saved(res["act_ppi"], res["uni_ppi"])
         row["oracle_saved_pct"] = _saved(res["orc_ppi"], res["uni_ppi"])
         row["predicted_saved_pct"] = round(100 * (1 - predicted**2), 1)
@@ -214,6 +215,7 @@ def replay(args) -> None:
             print(f"\n{r['case_study']} ({r['sessions']} sessions, {args.seeds} seeds)")
             for k in (f"{k}_{e}" for e in ("ppi", "naive") for k in KINDS):
                 print(f"  {k:10s} coverage {r[k + '_cov']}  mean width {r[k + '_width']:.3f}"
+                      f"  3.92 x sd of the estimates {3.92 * r[k + '_sd']:.3f}"
                       f"  (draws {r[k + '_n']})")
             print(f"  oracle (pi from the true residuals) saves {r['oracle_saved_pct']}%")
             print(f"  labels saved at equal width (PPI++): {r['saved_pct']}% "
