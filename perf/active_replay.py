@@ -1,7 +1,8 @@
 """Active vs uniform rating requests: replays on real data (every session rated) and the demo.
 
 Run: nice -n 10 /work/venv/bin/python perf/active_replay.py --data uss --seeds 300
-     (--data uss | convai2 | demo; --budget; --train-share; --nonresponse 0.2)
+     (--data uss | convai2 | demo; --budget; --train-share; --nonresponse 0.2;
+      --asking active: ask by the error model even where request's gate would not)
 
 1. The data set's rated sessions are split by user: ``--train-share`` of the users train and
    register a model with ``pulse-ml train`` (its version carries the error model, learned inside
@@ -15,8 +16,10 @@ Run: nice -n 10 /work/venv/bin/python perf/active_replay.py --data uss --seeds 3
    cross-fitted as ``infer`` does); uniform: today's estimator. Both on ``compare_arms``.
 4. Prints per case study: coverage of the all-label effect (the replay sessions' mean difference)
    with Monte-Carlo s.e., mean widths, and the labels saved at equal width
-   ``1 - (W_active / W_uniform)^2`` (width ~ 1 / sqrt(labels)), with the error model's own
-   prediction of that saving.
+   ``1 - (W_active / W_uniform)^2`` (width ~ 1 / sqrt(labels); MC s.e. from the paired draws),
+   with the error model's own prediction of that saving, and the same for the oracle ``orc``
+   (pi from the replay sessions' TRUE centred residuals ``(y - lam f - m_arm)^2``, through the
+   same weighted estimator: the ceiling any error model could reach on these sessions).
 """
 
 from __future__ import annotations
@@ -88,6 +91,24 @@ def train(table: pd.DataFrame, feats: Path, home: Path, model: str):
     return ensemble
 
 
+KINDS = ("act", "uni", "uniw", "orc")  # by the error model, uniform, uniform weighted, oracle
+
+
+def _saved(active: dict, uniform: dict) -> str:
+    """Labels saved at equal width ``1 - (mean W_a / mean W_u)^2`` ± MC s.e. (paired draws).
+
+    Both askings use the same seeds (the same uniform numbers u), so the s.e. comes from the
+    per-seed pairs (delta method on the ratio of the two means), not from two independent
+    samples: identical askings give exactly 0 ± 0.
+    """
+    seeds = sorted(set(active) & set(uniform))
+    wa = np.array([active[s][1] for s in seeds])
+    wu = np.array([uniform[s][1] for s in seeds])
+    ratio = wa.mean() / wu.mean()
+    se_ratio = ratio * np.std(wa / wa.mean() - wu / wu.mean(), ddof=1) / np.sqrt(len(seeds))
+    return f"{100 * (1 - ratio**2):.1f}±{100 * 2 * ratio * se_ratio:.1f}"
+
+
 def replay(args) -> None:
     home = Path(tempfile.mkdtemp(prefix="active_replay_"))
     os.environ["PULSE_HOME"] = str(home)
@@ -110,7 +131,7 @@ def replay(args) -> None:
     e2 = err.predict(rest, f, candidate=True)
     from pulse_ml.inference.requests import asking_gate
 
-    gate = asking_gate(err, args.budget)  # as `request`: uniform unless the honest gain clears
+    gate = asking_gate(err, args.budget, args.asking)  # as `request` (auto: the gate decides)
     if not gate.active:
         e2 = np.full(e2.size, err.mean_sq)
     y = rest["rating"].to_numpy(float)
@@ -134,8 +155,11 @@ def replay(args) -> None:
         x = np.column_stack([num[m], treated[m]])
         predicted = width_ratio(e2[m], pi, args.budget)
         varying = bool(np.ptp(pi) > 1e-12 * pi.max())  # as infer's active_arms
-        res = {k: [] for k in ("act_naive", "act_ppi", "uni_naive", "uni_ppi", "uniw_naive",
-                               "uniw_ppi")}
+        # the oracle: pi from the TRUE centred PPI++ residuals of these sessions (per arm)
+        d = y[m] - err.lam * f[m]
+        d = d - np.array([d[arm_code == t].mean() for t in (0, 1)])[arm_code]
+        pi_orc = scale_to_budget(d**2, arm_code, np.array([args.budget] * 2), args.budget / 4)
+        res = {f"{k}_{e}": {} for k in KINDS for e in ("naive", "ppi")}
         for seed in range(args.seeds):
             r = np.random.default_rng(1000 + seed)
             answers = np.ones(m.sum(), bool)
@@ -146,13 +170,13 @@ def replay(args) -> None:
                 answers = r.random(m.sum()) < p_ans
             u = r.random(m.sum())
             uniform = np.full(m.sum(), args.budget)
-            for kind, p in (("act", pi), ("uni", uniform), ("uniw", uniform)):
+            for kind, p in (("act", pi), ("uni", uniform), ("uniw", uniform), ("orc", pi_orc)):
                 rated = (u < p) & answers
                 w = None
                 # as infer: uniform asking is today's estimator; "uniw" = uniform asking
                 # through the weighted engine (weights 1/(pi r_hat)), to separate the engine's
                 # own cost from the gain of asking by the error model
-                weighted = ((kind == "act" and varying) or kind == "uniw"
+                weighted = ((kind == "act" and varying) or kind in ("uniw", "orc")
                             or args.nonresponse > 0)
                 if weighted:
                     w_lab, _ = active_weights(x, rated, p, codes[m], seed=seed)
@@ -171,31 +195,29 @@ def replay(args) -> None:
                 except Exception:  # noqa: BLE001 - a draw with too few labels: counted
                     continue
                 for name, est in (("naive", c.naive), ("ppi", c.augmented)):
-                    res[f"{kind}_{name}"].append((est.ci_lower <= truth <= est.ci_upper,
-                                                  est.ci_upper - est.ci_lower))
+                    res[f"{kind}_{name}"][seed] = (est.ci_lower <= truth <= est.ci_upper,
+                                                   est.ci_upper - est.ci_lower, est.effect)
         row = {"case_study": study, "sessions": int(m.sum())}
         for k, v in res.items():
-            arr = np.array(v, dtype=float)
+            arr = np.array(list(v.values()), dtype=float)
             cov = arr[:, 0].mean()
             row[f"{k}_cov"] = f"{cov:.3f}±{np.sqrt(cov * (1 - cov) / len(arr)):.3f}"
             row[f"{k}_width"] = arr[:, 1].mean()
             row[f"{k}_n"] = len(arr)
-        ratio = row["act_ppi_width"] / row["uni_ppi_width"]
-        # MC s.e. of the saving by the delta method on the two mean widths
-        wa = np.array([w for _, w in res["act_ppi"]])
-        wu = np.array([w for _, w in res["uni_ppi"]])
-        se_ratio = ratio * np.sqrt(wa.var() / wa.size / wa.mean() ** 2
-                                   + wu.var() / wu.size / wu.mean() ** 2)
-        row["saved_pct"] = f"{100 * (1 - ratio**2):.1f}±{100 * 2 * ratio * se_ratio:.1f}"
+            row[f"{k}_sd"] = arr[:, 2].std(ddof=1)  # the estimates' own spread over draws
+        row["saved_pct"] = _saved(res["act_ppi"], res["uni_ppi"])
+        row["oracle_saved_pct"] = _saved(res["orc_ppi"], res["uni_ppi"])
         row["predicted_saved_pct"] = round(100 * (1 - predicted**2), 1)
         rows.append(row)
     out = pd.DataFrame(rows)
     with pd.option_context("display.width", 100, "display.max_columns", None):
         for _, r in out.iterrows():
             print(f"\n{r['case_study']} ({r['sessions']} sessions, {args.seeds} seeds)")
-            for k in ("act_ppi", "uni_ppi", "uniw_ppi", "act_naive", "uni_naive", "uniw_naive"):
+            for k in (f"{k}_{e}" for e in ("ppi", "naive") for k in KINDS):
                 print(f"  {k:10s} coverage {r[k + '_cov']}  mean width {r[k + '_width']:.3f}"
+                      f"  3.92 x sd of the estimates {3.92 * r[k + '_sd']:.3f}"
                       f"  (draws {r[k + '_n']})")
+            print(f"  oracle (pi from the true residuals) saves {r['oracle_saved_pct']}%")
             print(f"  labels saved at equal width (PPI++): {r['saved_pct']}% "
                   f"(error model predicted {r['predicted_saved_pct']}%)")
 
@@ -209,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--split-seed", type=int, default=0)
     p.add_argument("--nonresponse", type=float, default=0.0)
     p.add_argument("--model", default="hist_gb")
+    p.add_argument("--asking", choices=("auto", "active"), default="auto",
+                   help="auto: request's gate decides; active: the error model whatever it says")
     replay(p.parse_args(argv))
     return 0
 

@@ -64,3 +64,31 @@ def test_write_csv_neutralizes_formulas_and_keeps_numbers(tmp_path):
 def test_neutralize_leaves_safe_frames_alone():
     frame = pd.DataFrame({"a": ["x", "y"], "b": [1, -2]})
     pd.testing.assert_frame_equal(neutralize_csv(frame), frame)
+
+
+def test_large_tables_read_back_the_same_through_either_writer(tmp_path):
+    """Arrow's writer (large plain tables) and pandas' give the same cells, formulas handled."""
+    import numpy as np
+
+    from pulse_ml import names
+
+    rng = np.random.default_rng(0)
+    n = names.ARROW_ROWS
+    ids = np.array([f"s{i}" for i in range(n)], dtype=object)
+    ids[[3, 7, 11]] = ["=cmd()", "-0.5", None]
+    frame = pd.DataFrame({"session_id": ids, "p": rng.random(n) ** 9,
+                          "ask": rng.integers(0, 2, n).astype(np.int8),
+                          "x": np.where(rng.random(n) < 0.1, np.nan, rng.normal(size=n) * 1e9)})
+    fast, slow = tmp_path / "fast.csv", tmp_path / "slow.csv"
+    assert names._write_arrow(neutralize_csv(frame), fast)  # the Arrow path is the one tested
+    write_csv(frame, fast)
+    neutralize_csv(frame).to_csv(slow, index=False)
+    read = {p: pd.read_csv(p, dtype={"session_id": str}) for p in (fast, slow)}
+    pd.testing.assert_frame_equal(read[fast], read[slow])
+    assert read[fast]["p"].tolist() == frame["p"].tolist()  # the same doubles
+    assert read[fast].loc[3, "session_id"] == "'=cmd()"
+    assert read[fast].loc[7, "session_id"] == "-0.5"
+    frame.loc[5, "session_id"] = "a,b"  # a cell the plain writer would have to quote: pandas
+    assert not names._write_arrow(neutralize_csv(frame), tmp_path / "no.csv")
+    write_csv(frame, fast)
+    assert pd.read_csv(fast, dtype={"session_id": str}).loc[5, "session_id"] == "a,b"

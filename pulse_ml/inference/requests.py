@@ -113,8 +113,13 @@ def asking_gate(err_model, budget: float, asking: str = "auto"):
     return gate
 
 
-def _read(ensemble, path: Path, settings: RequestSettings, model_name: str):
-    """Per session: id, arm key, day (or None) and predicted squared error, chunk by chunk."""
+def _read(ensemble, path: Path, settings: RequestSettings, model_name: str,
+          errors: bool = True):
+    """Per session: id, arm key, day (or None) and predicted squared error, chunk by chunk.
+
+    ``errors=False`` (uniform asking already decided): no predictions at all, the squared
+    errors come back as None.
+    """
     from pulse_ml.models.fast_predict import FastPredictor
     from pulse_ml.report.progress import progress_bar
 
@@ -128,7 +133,7 @@ def _read(ensemble, path: Path, settings: RequestSettings, model_name: str):
     if error is not None:
         raise error
     cols = needed + (["case_study"] if "case_study" in present else [])
-    predictor = FastPredictor(ensemble, threads=settings.threads)
+    predictor = FastPredictor(ensemble, threads=settings.threads) if errors else None
     ids, arms, days, err2 = [], [], [], []
     missing_text: dict[str, int] = {}
     n_rows = n_chunks = 0
@@ -138,8 +143,9 @@ def _read(ensemble, path: Path, settings: RequestSettings, model_name: str):
         for chunk in iter_chunks(path, cols, settings.chunk_size, features.of_kind("text")):
             n_chunks += 1
             chunk = validate_chunk(chunk, features, path, n_rows, n_chunks, missing_text)
-            f = np.asarray(predictor.predict(chunk), dtype=float)
-            err2.append(err_model.predict(chunk, f, candidate=True))
+            if predictor is not None:
+                f = np.asarray(predictor.predict(chunk), dtype=float)
+                err2.append(err_model.predict(chunk, f, candidate=True))
             ids.append(chunk[ID].astype(str).to_numpy())
             study = (chunk["case_study"].astype("string").fillna("") if "case_study" in chunk
                      else pd.Series("", index=chunk.index, dtype="string"))
@@ -154,8 +160,8 @@ def _read(ensemble, path: Path, settings: RequestSettings, model_name: str):
     if n_rows == 0:
         raise DataError(str(path), ["the table has no rows. Expected one row per session."])
     day = np.concatenate(days) if days else None
-    return (np.concatenate(ids), np.concatenate(arms), day, np.concatenate(err2),
-            chunk_notes(missing_text, n_rows))
+    return (np.concatenate(ids), np.concatenate(arms), day,
+            np.concatenate(err2) if errors else None, chunk_notes(missing_text, n_rows))
 
 
 def _days(chunk: pd.DataFrame, path: Path, first: int) -> np.ndarray:
@@ -177,7 +183,12 @@ def request_file(ensemble, path: str | Path, settings: RequestSettings,
     """Request probabilities and draws for every session of ``path`` (see module docstring)."""
     start = time.perf_counter()
     path = Path(path)
-    ids, arm, day, err2, notes = _read(ensemble, path, settings, model_name)
+    err_model = require_error_model(ensemble, model_name)
+    gate = None  # with budget= the gate's budget is known before reading: no wasted predictions
+    if settings.per_day is None:
+        gate = asking_gate(err_model, float(settings.budget), settings.asking)
+    ids, arm, day, err2, notes = _read(ensemble, path, settings, model_name,
+                                       errors=gate is None or gate.active)
     dup = pd.Series(ids).duplicated().to_numpy()
     if dup.any():
         from pulse_ml.sessions.bad_rows import where_rows
@@ -197,11 +208,14 @@ def request_file(ensemble, path: str | Path, settings: RequestSettings,
         budgets = np.minimum(1.0, settings.per_day / per_day[uniq % day_names.size])
     min_prob = (budgets / 4.0 if settings.min_prob is None
                 else np.minimum(settings.min_prob, budgets))
-    gate = asking_gate(ensemble.error_model, float(np.mean(budgets[groups])), settings.asking)
-    if not gate.active:  # the same expected squared error everywhere: pi = the budget
-        err2 = np.full(err2.size, float(ensemble.error_model.mean_sq))
-    pi = scale_to_budget(err2, groups, budgets, min_prob)
+    if gate is None:
+        gate = asking_gate(err_model, float(np.mean(budgets[groups])), settings.asking)
     uniform = budgets[groups]
+    if gate.active:
+        pi = scale_to_budget(err2, groups, budgets, min_prob)
+    else:  # the same expected squared error everywhere: pi = the budget, exactly
+        err2 = np.full(ids.size, float(err_model.mean_sq))
+        pi = uniform.copy()
     ask = np.random.default_rng(settings.seed).random(pi.size) < pi
     per_arm = []
     for code, name in enumerate(arm_names):

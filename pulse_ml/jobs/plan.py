@@ -154,8 +154,10 @@ def _active_line(ensemble, n_ppi: int, n_unl: int) -> str:
     if err is None:
         return ("  active requests: this model version has no error model (retrain it to plan "
                 "and use `pulse-ml request`)")
-    oof = ensemble.oof
-    resid2 = (oof["rating"].to_numpy(float) - oof["prediction"].to_numpy(float)) ** 2
+    resid2 = getattr(err, "resid2", np.zeros(0))  # the honest (centred) targets it predicts
+    if resid2.size != err.oof.size:  # a version from before they were stored
+        oof = ensemble.oof
+        resid2 = (oof["rating"].to_numpy(float) - oof["prediction"].to_numpy(float)) ** 2
     budget = min(1.0, n_ppi / max(n_ppi + n_unl, 1))
     ratio = honest_width_ratio(err.oof, resid2, budget)
     saved = labels_saved(ratio)

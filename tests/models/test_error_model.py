@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from pulse_ml.models.error_model import CANDIDATES, design, fit_error_model, oof_predictions
+from pulse_ml.models.error_model import (
+    CANDIDATES,
+    centred_targets,
+    design,
+    fit_error_model,
+    oof_predictions,
+    ppi_shift,
+)
 from pulse_ml.sessions.feature_sets import feature_set_from_mapping
 
 FEATURES = feature_set_from_mapping({"name": "t", "columns": {
@@ -36,8 +43,15 @@ def test_fold_predictions_ignore_that_folds_residuals():
         again = oof_predictions(x, leaked, folds, spec, is_cat)
         np.testing.assert_array_equal(again[k], honest[k])  # fold 2 never saw them
         assert not np.allclose(again[~k], honest[~k]), name  # the other folds did
-    np.testing.assert_array_equal(model.oof, oof_predictions(x, e2, folds,
+    per_fold, _ = centred_targets(y, oof, folds)
+    np.testing.assert_array_equal(model.oof, oof_predictions(x, per_fold, folds,
                                                              CANDIDATES[model.choice], is_cat))
+    # the centred targets: fold 2's constants (lam, m) never saw fold 2's ratings either
+    y_leak = y.copy()
+    y_leak[k] += 5.0
+    again, _ = centred_targets(y_leak, oof, folds)
+    i = list(np.unique(folds)).index(2)
+    np.testing.assert_array_equal(again[i][~k], per_fold[i][~k])
 
 
 def test_it_finds_the_error_spread_and_looks_no_better_than_it_is():
@@ -47,7 +61,8 @@ def test_it_finds_the_error_spread_and_looks_no_better_than_it_is():
     assert model.oof[hard].mean() > 2 * model.oof[~hard].mean()
     # a model fitted on every residual (what a leak would use) scores better in sample than
     # the honest out-of-fold predictions: the honest number is the one kept
-    e2 = (y - oof) ** 2
+    lam, m = ppi_shift(y, oof)
+    e2 = (y - lam * oof - m) ** 2
     in_sample = model.model.predict(design(frame, model.columns, model.categories, oof))
     assert np.mean((in_sample - e2) ** 2) < model.cv_mse[model.choice]
     # new sessions: the final model
@@ -75,4 +90,23 @@ def test_a_small_honest_saving_falls_back_to_the_constant_at_train_time():
     assert np.ptp(model.predict(frame, oof)) == 0
     candidate = model.predict(frame, oof, candidate=True)  # kept for request to re-judge
     assert candidate[hard].mean() > 1.5 * candidate[~hard].mean()
-    np.testing.assert_array_equal(model.resid2, (y - oof) ** 2)
+    np.testing.assert_array_equal(model.resid2, centred_targets(y, oof, folds)[1])
+
+
+def test_the_target_is_the_centred_ppi_residual():
+    """With a weak predictor (lam << 1) the error that PPI++ pays is (y - lam f - m)^2."""
+    rng = np.random.default_rng(3)
+    n = 4000
+    f = rng.normal(size=n)
+    y = 0.3 * f + rng.normal(size=n)  # slope 0.3: lam = 0.9 * 0.3
+    lam, m = ppi_shift(y, f)
+    assert abs(lam - 0.9 * np.cov(y, f, ddof=0)[0, 1] / f.var()) < 1e-12
+    assert abs(m - (y.mean() - lam * f.mean())) < 1e-12
+    # |f| large: the plain squared error (y - f)^2 grows with f^2, the centred one barely
+    frame = pd.DataFrame({"x": f, "kind": "easy"})
+    model = fit_error_model(frame, y, f, rng.integers(0, 5, n), FEATURES)
+    far = np.abs(f) > 1.5
+    plain = (y - f) ** 2
+    assert plain[far].mean() > 2 * plain[~far].mean()
+    assert model.resid2[far].mean() < 1.5 * model.resid2[~far].mean()
+    assert model.lam == lam and model.shift == m
