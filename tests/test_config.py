@@ -130,3 +130,26 @@ def test_quick_check_knows_a_groups_keys_when_the_primary_sets_one_of_them():
     quick_check("pipeline", ["tuning.timeout_s=5", "tuning.n_trials=3"])
     with pytest.raises(PulseError, match="tuning.n_trials='x' is not a whole number"):
         quick_check("pipeline", ["tuning.n_trials=x"])
+
+
+def test_plain_composition_equals_hydras_for_every_verb(pulse_home):
+    """``--help``/``--cfg`` print ``compose_plain`` (no Hydra import): Hydra's YAML, exactly."""
+    from pulse_ml.cli import VERBS
+    from pulse_ml.config_check import compose_plain
+
+    for verb in VERBS:
+        plain = compose_plain(verb)
+        assert plain is not None, verb
+        assert to_yaml(plain) == to_yaml(compose(verb, [])), verb
+
+
+def test_plain_composition_gives_way_to_hydra_on_forms_it_does_not_read(tmp_path, monkeypatch):
+    """A form outside the plain reader (an ``oc.env`` interpolation): None, Hydra composes."""
+    from pulse_ml import config_check
+
+    (tmp_path / "v.yaml").write_text("a: 1\nb: ${a}\nc: x${oc.env:HOME}\n")
+    monkeypatch.setattr(config_check, "conf_dir", lambda: tmp_path)
+    assert config_check.compose_plain("v") is None
+    (tmp_path / "v.yaml").write_text("a: 1e-3\nb: ${a}\nc: x-${a}\nd: 2024-01-01\n")
+    assert config_check.compose_plain("v") == {"a": 0.001, "b": 0.001, "c": "x-0.001",
+                                               "d": "2024-01-01"}
