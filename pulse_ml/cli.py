@@ -243,7 +243,7 @@ def main(argv: list[str] | None = None) -> None:
 
     signals.install()  # SIGTERM (a scheduler, `kill`) is handled like Ctrl-C
     try:
-        from pulse_ml.config_check import compose_plain, quick_check
+        from pulse_ml.config_check import quick_check
 
         quick_check(verb, [o for o in overrides if "," not in o or not multirun])
         if info_form is not None and not show_help:
@@ -262,10 +262,7 @@ def main(argv: list[str] | None = None) -> None:
                 if groups:
                     print("\n".join(groups) + "\n")
                 print("composed config (override any key with key=value):\n")
-            # without overrides the packaged tree is read as plain YAML (no Hydra import: the
-            # test of config_check.compose_plain holds it equal to Hydra's composition)
-            plain = None if jobs[0] else compose_plain(verb)
-            print(to_yaml(plain if plain is not None else compose(verb, jobs[0])))
+            print(to_yaml(compose(verb, jobs[0])))  # plain YAML, Hydra only when needed
             return
         configs = [compose(verb, job) for job in jobs]  # every combination before the first run
         from pulse_ml.settings import check_early
