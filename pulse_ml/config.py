@@ -132,8 +132,9 @@ def compose(verb: str, overrides: list[str] | None = None,
     """
     from pulse_ml.config_plain import compose_plain
 
-    plain = None if extra else compose_plain(verb, list(overrides or []))
+    plain = compose_plain(verb, list(overrides or []))
     if plain is not None:  # Hydra's result, read as plain YAML (config_plain.py)
+        plain.update(_plain(dict(extra or {})))
         return Node(plain)
     return hydra_compose_node(verb, overrides, extra)
 

@@ -168,6 +168,9 @@ def test_plain_composition_equals_hydras_for_every_verb(pulse_home):
                             ("infer", ["data.path='a,b'"]), ("train", ["nokey=1"])):
         assert compose_plain(verb, overrides) is None, (verb, overrides)
     assert compose("train", ["model=lightgbm", "seed=5"]).model.estimator.random_state == 5
+    extra = {"features": {"name": "handed", "columns": {"turns": "count"}}, "alpha": 0.2}
+    assert compose("infer", [], extra=extra).to_dict() == hydra_compose_node(
+        "infer", [], extra=extra).to_dict()
 
 
 def test_plain_composition_gives_way_to_hydra_on_forms_it_does_not_read(tmp_path, monkeypatch):
