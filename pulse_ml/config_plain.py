@@ -101,6 +101,8 @@ def _compose_into(out: dict[str, Any], rel: str, package: str, depth: int = 0) -
         else:
             raise _Unsupported(item)
         target = explicit or own
+        if package and not target.startswith("_global_") and (explicit or header):
+            raise _Unsupported(item)  # a relative package below another: left to Hydra
         if target.startswith("_global_"):
             child_package = target.removeprefix("_global_").strip(".")
         else:
