@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> None:
                 if groups:
                     print("\n".join(groups) + "\n")
                 print("composed config (override any key with key=value):\n")
-            print(to_yaml(compose(verb, jobs[0])))
+            print(to_yaml(compose(verb, jobs[0])))  # plain YAML, Hydra only when needed
             return
         configs = [compose(verb, job) for job in jobs]  # every combination before the first run
         from pulse_ml.settings import check_early

@@ -1,6 +1,8 @@
 """The config boundary: compose Hydra configs and read them into plain, typed values.
 
-This is the only module that imports Hydra or OmegaConf. :func:`compose` returns a read-only
+This is the only module that imports Hydra or OmegaConf (and only when
+:mod:`pulse_ml.config_plain` cannot read the composition without them). :func:`compose`
+returns a read-only
 :class:`Node` of plain Python values (interpolations resolved), so jobs and everything below
 them never see a ``DictConfig``. Each job turns its node into a frozen settings dataclass with
 :func:`number`, :func:`choice`, :func:`flag`, :func:`text` and :func:`require`, which name the key
@@ -128,6 +130,18 @@ def compose(verb: str, overrides: list[str] | None = None,
     Raises:
         PulseError: when an override names an unknown key, option or file.
     """
+    from pulse_ml.config_plain import compose_plain
+
+    plain = compose_plain(verb, list(overrides or []))
+    if plain is not None:  # Hydra's result, read as plain YAML (config_plain.py)
+        plain.update(_plain(dict(extra or {})))
+        return Node(plain)
+    return hydra_compose_node(verb, overrides, extra)
+
+
+def hydra_compose_node(verb: str, overrides: list[str] | None = None,
+                       extra: Mapping[str, Any] | None = None) -> Node:
+    """:func:`compose` through Hydra's compose API (every form of override)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra

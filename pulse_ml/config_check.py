@@ -213,3 +213,4 @@ def _select(tree: Mapping[str, Any], dotted: str) -> Any:
     for part in dotted.split("."):
         node = node.get(part) if isinstance(node, Mapping) else None
     return node
+

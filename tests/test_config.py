@@ -130,3 +130,56 @@ def test_quick_check_knows_a_groups_keys_when_the_primary_sets_one_of_them():
     quick_check("pipeline", ["tuning.timeout_s=5", "tuning.n_trials=3"])
     with pytest.raises(PulseError, match="tuning.n_trials='x' is not a whole number"):
         quick_check("pipeline", ["tuning.n_trials=x"])
+
+
+
+PLAIN_OVERRIDES = {  # overrides config_plain reads itself (else Hydra composes)
+    "train": ["data.path=/tmp/x y/s.parquet", "tuning.n_trials=7", "seed=3", "progress=false",
+              "cv.n_splits=4", "objective=mse", "model.estimator.n_estimators=12"],
+    "infer": ["data.path=/data/s.parquet", "output=/tmp/out", "alpha=0.1", "clusters=False",
+              "ppi.predictions=in_sample", "log_mlflow=FALSE"],
+    "score": ["out=rel/p.parquet", "chunk_size=1000", "threads=-2", "history.path=null",
+              "cache_rows=1e3"],
+    "monitor": ["data.path=./a.csv", "output=o", "alpha=.05"],
+}
+
+
+def test_plain_composition_equals_hydras_for_every_verb(pulse_home):
+    """``compose`` reads the tree as plain YAML: Hydra's YAML, exactly, with or without the
+    plain overrides; other forms are left to Hydra."""
+    from pulse_ml.cli import VERBS
+    from pulse_ml.config import hydra_compose_node
+    from pulse_ml.config_plain import compose_plain
+
+    for verb in VERBS:
+        plain = compose_plain(verb)
+        assert plain is not None, verb
+        assert to_yaml(plain) == to_yaml(hydra_compose_node(verb, [])), verb
+    for verb, overrides in PLAIN_OVERRIDES.items():
+        for done in range(1, len(overrides) + 1):
+            wanted = [o for o in overrides[:done] if " " not in o]
+            plain = compose_plain(verb, wanted)
+            assert plain is not None, (verb, wanted)
+            assert to_yaml(plain) == to_yaml(hydra_compose_node(verb, wanted)), (verb, wanted)
+    for verb, overrides in (("train", ["model=lightgbm"]), ("train", ["+extra=1"]),
+                            ("train", ["data.path=/x y"]), ("train", ["seed=1_000"]),
+                            ("train", ["tags.team=search"]), ("infer", ["alpha=inf"]),
+                            ("train", ["features=all_text"]), ("score", ["history=null"]),
+                            ("infer", ["data.path='a,b'"]), ("train", ["nokey=1"])):
+        assert compose_plain(verb, overrides) is None, (verb, overrides)
+    assert compose("train", ["model=lightgbm", "seed=5"]).model.estimator.random_state == 5
+    extra = {"features": {"name": "handed", "columns": {"turns": "count"}}, "alpha": 0.2}
+    assert compose("infer", [], extra=extra).to_dict() == hydra_compose_node(
+        "infer", [], extra=extra).to_dict()
+
+
+def test_plain_composition_gives_way_to_hydra_on_forms_it_does_not_read(tmp_path, monkeypatch):
+    """A form outside the plain reader (an ``oc.env`` interpolation): None, Hydra composes."""
+    from pulse_ml import config_plain
+
+    (tmp_path / "v.yaml").write_text("a: 1\nb: ${a}\nc: x${oc.env:HOME}\n")
+    monkeypatch.setattr(config_plain, "conf_dir", lambda: tmp_path)
+    assert config_plain.compose_plain("v") is None
+    (tmp_path / "v.yaml").write_text("a: 1e-3\nb: ${a}\nc: x-${a}\nd: 2024-01-01\n")
+    assert config_plain.compose_plain("v") == {"a": 0.001, "b": 0.001, "c": "x-0.001",
+                                               "d": "2024-01-01"}

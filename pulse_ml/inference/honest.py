@@ -46,7 +46,8 @@ class HonestData:
 
 def honest_data(raw: pd.DataFrame, path: str, ensemble,
                 configured: Mapping[str, CaseStudy] | None = None,
-                only: Iterable[str] | None = None, mode: str = "crossfit") -> HonestData:
+                only: Iterable[str] | None = None, mode: str = "crossfit",
+                case_study_rows: bool = False) -> HonestData:
     """Check the model's columns, validate the table and predict every session.
 
     Args:
@@ -56,6 +57,10 @@ def honest_data(raw: pd.DataFrame, path: str, ensemble,
         configured: Configured case studies by name.
         only: Restrict case studies to these names (``[]`` = none, e.g. for agreement).
         mode: ``crossfit`` (honest) or ``in_sample``.
+        case_study_rows: Run the model only on the sessions of the table's (selected) case
+            studies; the other rows get NaN (``infer``: its analyses read no other row). The
+            honesty checks still see every labeled session. Ignored for a feature set with a
+            ``user_history`` feature, whose columns are computed from the whole table.
 
     Raises:
         PulseError: missing model columns, contract violations, or a suspected leak.
@@ -63,12 +68,20 @@ def honest_data(raw: pd.DataFrame, path: str, ensemble,
     check_model_columns(raw, ensemble, path)
     raw = with_text_columns(raw, path, ensemble.features.of_kind("text"))
     table = validate_frame(raw, path, ensemble.features, configured or {}, only)
-    preds, n_oof, notes = predictions(ensemble, table, mode)
+    rows = None
+    if case_study_rows and not ensemble.features.of_kind("user_history"):
+        names = [study.name for study in table.case_studies]
+        rows = table.frame["case_study"].isin(names).to_numpy()
+    preds, n_oof, notes = predictions(ensemble, table, mode, rows)
     return HonestData(table, preds, n_oof, tuple(notes), mode)
 
 
-def predictions(ensemble, table: SessionTable, mode: str) -> tuple[np.ndarray, int, list[str]]:
+def predictions(ensemble, table: SessionTable, mode: str,
+                rows: np.ndarray | None = None) -> tuple[np.ndarray, int, list[str]]:
     """Predictions for every session, honest unless ``mode == "in_sample"``.
+
+    ``rows`` (a boolean mask) limits the model to those sessions: the others get NaN, unless
+    they are labeled sessions with an out-of-fold prediction (which replaces the model's).
 
     Returns:
         ``(predictions, n_labeled_with_oof, notes)``.
@@ -78,7 +91,7 @@ def predictions(ensemble, table: SessionTable, mode: str) -> tuple[np.ndarray, i
             training sessions under new ids (their predictions would leak their labels).
     """
     if mode == "in_sample":
-        return fast_predict(ensemble, table.frame), 0, []
+        return fast_predict(ensemble, table.frame, rows), 0, []
     if ensemble.oof is None or len(ensemble.oof) == 0:
         raise PulseError("the model version has no out-of-fold predictions, and honest mode "
                          "(ppi.predictions=crossfit) needs them. Re-register it with "
@@ -86,7 +99,7 @@ def predictions(ensemble, table: SessionTable, mode: str) -> tuple[np.ndarray, i
     from pulse_ml.models.honest_lookup import mismatch_note
 
     lookup = ensemble.honest_lookup()
-    preds, match = lookup.apply(table.frame, fast_predict(ensemble, table.frame))
+    preds, match = lookup.apply(table.frame, fast_predict(ensemble, table.frame, rows))
     report = ensemble.honesty(table.frame, table.labeled, match.used)
     if report.leak_suspected:
         raise PulseError(
@@ -115,8 +128,8 @@ def predictions(ensemble, table: SessionTable, mode: str) -> tuple[np.ndarray, i
     return preds, report.n_with_oof, notes
 
 
-def fast_predict(ensemble, frame: pd.DataFrame) -> np.ndarray:
-    """The ensemble mean for every row through ``score``'s fast path (equal numbers).
+def fast_predict(ensemble, frame: pd.DataFrame, rows: np.ndarray | None = None) -> np.ndarray:
+    """The ensemble mean for every row (or the ``rows`` mask; NaN elsewhere), ``score``'s path.
 
     :class:`~pulse_ml.models.fast_predict.FastPredictor`: one shared feature transform, each
     distinct feature row predicted once, native threads; equal to
@@ -125,7 +138,12 @@ def fast_predict(ensemble, frame: pd.DataFrame) -> np.ndarray:
     """
     from pulse_ml.models.fast_predict import FastPredictor
 
-    return FastPredictor(ensemble, cache_rows=0).predict(frame)
+    predictor = FastPredictor(ensemble, cache_rows=0)
+    if rows is None:
+        return predictor.predict(frame)
+    out = np.full(len(frame), np.nan)
+    out[rows] = predictor.predict(frame.loc[rows])  # each row predicted on its own
+    return out
 
 
 def check_model_columns(frame: pd.DataFrame, ensemble, path: str) -> None:

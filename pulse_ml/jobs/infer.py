@@ -316,7 +316,8 @@ def run_settings(job: InferJob) -> pd.DataFrame:
     model = open_model(job.model_uri, write_store=job.log_mlflow)
     ensemble, version = model.ensemble, model.version
     raw = with_free_text(raw, job.data_path, ensemble.features.of_kind("text"))
-    data = honest_data(raw, job.data_path, ensemble, job.case_studies, job.only, job.mode)
+    data = honest_data(raw, job.data_path, ensemble, job.case_studies, job.only, job.mode,
+                       case_study_rows=True)  # the analyses read no other session's prediction
     table, preds, n_oof = data.table, data.predictions, data.n_with_oof
     honesty_notes = list(data.notes)
     if not table.case_studies:

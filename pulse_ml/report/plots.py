@@ -41,11 +41,8 @@ def figure(figsize: tuple[float, float]):
 def forest_plot(effects: pd.DataFrame, path: Path, truth: dict[str, float] | None = None,
                 title: str = "Effect of each design change (treatment - control)",
                 subtitle: str | None = None, invalid: bool = False, alpha: float = 0.05) -> None:
-    """Write :func:`forest_figure` to ``path`` (PNG)."""
-    plt = pyplot()
-    fig = forest_figure(effects, truth, title, subtitle, invalid, alpha)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    """Write :func:`forest_figure` to ``path`` (PNG; a bare Figure, no pyplot import)."""
+    forest_figure(effects, truth, title, subtitle, invalid, alpha).savefig(path, dpi=120)
 
 
 def forest_figure(effects: pd.DataFrame, truth: dict[str, float] | None = None,
@@ -58,18 +55,18 @@ def forest_figure(effects: pd.DataFrame, truth: dict[str, float] | None = None,
     The axis names the interval level of ``alpha`` (0.1 -> "90% CI").
 
     Returns:
-        The matplotlib Figure (the caller saves and closes it).
+        A bare matplotlib Figure (:func:`figure`: no pyplot, nothing to close).
     """
     from pulse_ml.report.tables import level_pct
 
-    plt = pyplot()
     several = effects.groupby(["case_study", "estimator"])["case_study"].transform("size") > 1
     if several.any():  # several treatments: one row per case study/treatment
         effects = effects.assign(case_study=effects["case_study"].where(
             ~several, effects["case_study"] + "/" + effects["treatment"].astype(str)))
     studies = list(dict.fromkeys(effects["case_study"]))
     height = 2.2 + 0.9 * len(studies)
-    fig, ax = plt.subplots(figsize=(10.5, height))
+    fig = figure((10.5, height))
+    ax = fig.subplots()
     styles = {"naive": ("#7f7f7f", -0.17, "naive (labeled sessions only)"),
               "augmented": ("#1f77b4", 0.17, "PPI++ (labels + predictions)")}
     for est, (color, dy, label) in styles.items():

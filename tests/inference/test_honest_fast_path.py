@@ -79,3 +79,29 @@ def test_honest_data_equals_the_old_prediction_path(small_demo, family):
         pd.testing.assert_frame_equal(new, old)
     else:
         pd.testing.assert_frame_equal(new, old, rtol=1e-9)
+
+
+def test_case_study_rows_only_leave_infer_unchanged(small_demo):
+    """``infer`` runs the model on the case studies' sessions only; its numbers do not move.
+
+    Every other session gets NaN (or its out-of-fold prediction); the honesty report, the
+    notes and the effects (plain and reweighted) equal those of predicting every session.
+    """
+    ensemble = _ensemble(small_demo, "lightgbm")
+    raw = pd.read_parquet(small_demo)
+    configured = load_configured()
+    full = honest_data(raw, "demo.parquet", ensemble, configured)
+    part = honest_data(raw, "demo.parquet", ensemble, configured, case_study_rows=True)
+    frame = part.table.frame
+    rows = frame["case_study"].isin([s.name for s in part.table.case_studies]).to_numpy()
+    assert 0 < rows.sum() < len(rows)
+    np.testing.assert_array_equal(part.predictions[rows], full.predictions[rows])
+    known = ~np.isnan(part.predictions)
+    assert not known.all()  # the model really skipped sessions
+    np.testing.assert_array_equal(part.predictions[known], full.predictions[known])
+    assert (part.n_with_oof, part.notes) == (full.n_with_oof, full.notes)
+    for settings in (InferenceSettings(n_permutations=200),
+                     InferenceSettings(n_permutations=200, reweight=True)):
+        effects = [effects_frame([analyse(d.table, d.predictions, s, settings)
+                                  for s in d.table.case_studies]) for d in (full, part)]
+        pd.testing.assert_frame_equal(effects[0], effects[1])

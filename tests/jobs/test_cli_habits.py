@@ -140,3 +140,14 @@ def test_promote_alone_without_versions_says_so(pulse_home, cli, tmp_path):
                               "PULSE_HOME": str(tmp_path / "nowhere")})
     assert res.returncode == 0 and "is registered" in res.stdout, res.stderr
     assert not absent.exists()
+
+
+def test_verb_help_and_cfg_import_no_hydra_and_overrides_still_compose():
+    """``<verb> --help`` and ``--cfg`` read the packaged YAML (no Hydra: issue 25's 0.3 s)."""
+    for args in (["train", "--help"], ["infer", "--cfg"], ["monitor", "-h"]):
+        res = _in_process(args)
+        assert "HEAVY []" in res.stdout and "EXIT" not in res.stdout, res.stdout + res.stderr
+        assert "data:\n  path: " in res.stdout, args
+    res = _in_process(["train", "model=lightgbm", "--help"])  # an override: Hydra composes
+    assert "EXIT" not in res.stdout and "'hydra'" in res.stdout, res.stdout + res.stderr
+    assert "_target_: lightgbm.LGBMRegressor" in res.stdout

@@ -89,3 +89,18 @@ def test_comparison_agreement_and_scatter_titles_name_data_and_model(tmp_path):
                              subtitle="Delta_H from d.parquet, model models:/m/3")
     assert "Delta_H from d.parquet, model models:/m/3" in _title_texts(fig)
     assert all((tmp_path / n).is_file() for n in ("c.png", "a.png", "s.png"))
+
+
+def test_forest_plot_is_written_without_importing_pyplot(tmp_path):
+    """``infer``'s forest.png is drawn on a bare Figure: pyplot's import is off its path."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import pandas as pd; from pulse_ml.report.plots import forest_plot; "
+            f"forest_plot(pd.DataFrame({_effects().to_dict(orient='list')!r}), "
+            f"{str(tmp_path / 'forest.png')!r}, invalid=True); "
+            "print('matplotlib.pyplot' in sys.modules, 'matplotlib.figure' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code.replace("nan", "float('nan')")],
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "True"]
+    assert (tmp_path / "forest.png").stat().st_size > 10_000
