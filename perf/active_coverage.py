@@ -62,7 +62,7 @@ DESIGNS = {
     "budget 0.1, 27% non-response": {"response": 0.8},
     "budget 0.1, 20% non-response": {"response": 0.88},
     "budget 0.4, 20% non-response, effect_hard 1.0": {"response": 0.88, "budget": 0.4,
-                                                            "effect_hard": 1.0},
+                                                       "effect_hard": 1.0},
     "budget 0.4, 20% non-response, effect_hard 1.5": {"response": 0.88, "budget": 0.4,
                                                        "effect_hard": 1.5},
 }

@@ -17,7 +17,7 @@ audit_<name>.csv (the split-half replications) to ``output``; a name that is not
 ASCII word (``/``, ``..``, spaces, emoji) appears there as a slug + short hash and verbatim
 inside the JSON. A case study asked by varying ``request_prob`` is audited as ``infer``
 analyses it: weights 1 / (request_prob x cross-fitted response rate), reused by every half and
-hiding (tests/inference/test_audit_active.py: the checks keep their rate under weights).
+hiding (perf/audit_active.py: the checks keep their rate under weights).
 
 Example:
     pulse-ml audit case_study=plan split_half.replications=2000
