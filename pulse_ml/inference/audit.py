@@ -21,19 +21,31 @@ intervals on clustered data and leaky predictions and reads valid clustered inte
 react when labeled sessions are predicted differently from unlabeled ones: a naive rate clearly
 above the augmented one points there. Predictions are the honest ones: a session keeps its
 out-of-fold prediction whether its label is hidden or not.
+
+**Asked by request_prob** (:func:`audit_arms`): a case study asked by varying probabilities is
+audited with ``infer``'s weights ``1 / (request_prob x r_hat)`` (the active PPI++ estimator,
+``r_hat`` the response model cross-fitted by user), fixed once and reused by every half and
+hiding. Both checks are weighted already (the variance check's CR1 variance of the weighted
+linear estimator, the bias check's gap); the seeded simulation of
+tests/inference/test_audit_active.py (perf/audit_active.py for more data sets) shows that valid
+weighted analyses keep the checks' rate and that i.i.d. intervals on clustered data and
+in-sample predictions are still flagged.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
-from pulse_ml.inference.arm_data import arm_data
+from pulse_ml.inference.active import active_arms
+from pulse_ml.inference.arm_data import arm_data, user_codes
 from pulse_ml.inference.effects import InferenceSettings
 from pulse_ml.sessions.case_studies import CaseStudy
+from pulse_ml.sessions.request_prob import uses_request_prob
 from pulse_ml.sessions.table import SessionTable
+from pulse_ml.stats.arm_inputs import Arm
 
 
 @dataclass(frozen=True)
@@ -65,12 +77,27 @@ class ConsistencyResult:
     per_replication: pd.DataFrame
 
 
-def _arms(table: SessionTable, preds: np.ndarray, study: CaseStudy,
-          treatment: str | None = None):
-    """Control and treatment arms (``treatment``: one of several variants; default the first)."""
-    codes = pd.factorize(table.frame["user_id"])[0]
-    return (arm_data(table, preds, study, study.control, codes).arm,
-            arm_data(table, preds, study, treatment or study.treatment, codes).arm)
+def audit_arms(table: SessionTable, preds: np.ndarray, study: CaseStudy,
+               settings: InferenceSettings, treatment: str | None = None
+               ) -> tuple[Arm, Arm, tuple[str, ...]]:
+    """Control and treatment arms as ``infer`` analyses them, and notes on their weights.
+
+    ``treatment``: one of several variants (default the first). A case study asked by varying
+    ``request_prob`` gets infer's weights ``1 / (request_prob x r_hat)`` (the response model
+    cross-fitted by user with ``settings.seed``, :func:`pulse_ml.inference.active.active_arms`);
+    the halves and hidings then reuse them (the response model is not refitted per half).
+    """
+    pair = study if treatment in (None, study.treatment) else replace(
+        study, treatment=treatment, treatments=(treatment,))
+    codes = user_codes(table)
+    control = arm_data(table, preds, pair, pair.control, codes)
+    treated = arm_data(table, preds, pair, pair.treatment, codes)
+    frame = table.frame
+    if uses_request_prob(frame, (frame["case_study"] == study.name).to_numpy()):
+        active = active_arms(table, pair, control, treated, codes, settings.seed)
+        if active is not None:
+            return active[0].arm, active[1].arm, active[2]
+    return control.arm, treated.arm, ()
 
 
 def consistency(table: SessionTable, preds: np.ndarray, study: CaseStudy,
@@ -82,7 +109,7 @@ def consistency(table: SessionTable, preds: np.ndarray, study: CaseStudy,
     """
     from pulse_ml.stats.consistency import labeled_unlabeled_consistency
 
-    control, treatment_arm = _arms(table, preds, study, treatment)
+    control, treatment_arm, _ = audit_arms(table, preds, study, settings, treatment)
     check = labeled_unlabeled_consistency(
         control, treatment_arm, clusters=settings.clusters, alpha=settings.alpha,
         replications=replications, hide_share=hide_share, seed=seed)
@@ -110,6 +137,8 @@ class SplitHalfResult:
         bias: The augmented-vs-naive bias check (None when it could not run).
         checks: What each check can tell on this study (small studies: which still does and
             how many labeled users the other needs).
+        notes: How the arms were weighted (a case study asked by ``request_prob``: asked,
+            answered and the weights per arm); empty otherwise.
     """
 
     audits: dict
@@ -117,6 +146,7 @@ class SplitHalfResult:
     reason: str
     bias: object = None
     checks: tuple = ()
+    notes: tuple = ()
 
 
 def split_half(table: SessionTable, preds: np.ndarray, study: CaseStudy,
@@ -128,10 +158,10 @@ def split_half(table: SessionTable, preds: np.ndarray, study: CaseStudy,
     """
     from pulse_ml.stats.half_checks import audit_halves
 
-    control, treatment_arm = _arms(table, preds, study, treatment)
+    control, treatment_arm, notes = audit_arms(table, preds, study, settings, treatment)
     kw = {"clusters": settings.clusters, "alpha": settings.alpha, "replications": replications,
           "seed": seed, "level": level}
     aug = audit_halves(control, treatment_arm, method="augmented", **kw)
     naive = audit_halves(control, treatment_arm, method="naive", **kw)
     return SplitHalfResult({"augmented": aug.variance, "naive": naive.variance}, aug.verdict,
-                           aug.reason, aug.bias, aug.checks)
+                           aug.reason, aug.bias, aug.checks, notes)

@@ -15,7 +15,9 @@ shift (PPI++ rate clearly below the naive one); it is not a coverage check and i
 not compared with the nominal level. Writes audit_<name>.json (both checks) and
 audit_<name>.csv (the split-half replications) to ``output``; a name that is not a plain
 ASCII word (``/``, ``..``, spaces, emoji) appears there as a slug + short hash and verbatim
-inside the JSON.
+inside the JSON. A case study asked by varying ``request_prob`` is audited as ``infer``
+analyses it: weights 1 / (request_prob x cross-fitted response rate), reused by every half and
+hiding (perf/audit_active.py: the checks keep their rate under weights).
 
 Example:
     pulse-ml audit case_study=plan split_half.replications=2000
@@ -45,7 +47,6 @@ from pulse_ml.sessions.readers import (
     read_frame,
     with_free_text,
 )
-from pulse_ml.sessions.request_prob import refuse_varying
 
 REFERENCES = {"auto": "check against the true effect when the table has a ground-truth file",
               "truth": "require the true effect (<table>.ground_truth.json or ground_truth.json)",
@@ -117,11 +118,6 @@ def run(cfg: Node):
     require_model(job.model_uri)  # "no model" is said before any data is read
     raw = read_frame(job.data_path, skip=FREE_TEXT)  # text: once the model says
     check_selected(raw, job.data_path, [name], job.case_studies, "case_study")  # before the model
-    refuse_varying(raw, job.data_path, "audit", [name],
-                   "its split-half and consistency checks take weights, but no simulation "
-                   "has shown that a valid analysis weighted by 1/(request_prob x estimated "
-                   "response rate) passes them at their nominal rate, so a verdict could be "
-                   "wrong either way")
     model = open_model(job.model_uri)
     version = model.version
     raw = with_free_text(raw, job.data_path, model.ensemble.features.of_kind("text"))
@@ -148,7 +144,8 @@ def run(cfg: Node):
     if several:
         summary["treatments"] = parts  # one entry per treatment vs the control
     else:
-        summary.update(split_half=first["split_half"], consistency=first["consistency"])
+        summary.update({k: v for k, v in first.items()
+                        if k in ("split_half", "consistency", "request_prob")})
     summary["truth"] = truth
     per = pd.concat([a.per_replication.assign(method=m, **({"treatment": t} if several else {}))
                      for t, (result, _) in pairs.items() for m, a in result.audits.items()],
@@ -159,7 +156,8 @@ def run(cfg: Node):
         (stage / f"{stem}.json").write_text(json.dumps(
             {**summary, **run_identity(version, raw, model.ensemble.features.names)}, indent=2,
             default=str))
-    for note in notes:
+    asked = [n for result, _ in pairs.values() for n in result.notes]
+    for note in (*notes, *dict.fromkeys(asked)):  # a variant's control note once
         say(f"note: {note}")
     unit = "users" if settings.clusters else "sessions"
     say(f"audit of '{name}' ({mode} predictions, {unit} as independent units)")
@@ -196,8 +194,11 @@ def _pair_summary(result, check) -> dict:
     split["checks"] = list(result.checks)
     cons = {k: v for k, v in asdict(check).items()
             if k not in ("per_replication", "case_study")}
-    return {"verdict": result.verdict, "verdict_reason": result.reason, "split_half": split,
-            "consistency": cons}
+    out = {"verdict": result.verdict, "verdict_reason": result.reason, "split_half": split,
+           "consistency": cons}
+    if result.notes:  # asked by request_prob: asked, answered and weights per arm
+        out["request_prob"] = list(result.notes)
+    return out
 
 
 def _say_pair(result, check, alpha: float, unit: str) -> None:

@@ -73,28 +73,3 @@ def uses_request_prob(frame: pd.DataFrame, rows: np.ndarray) -> bool:
         return False
     return bool(np.isfinite(frame[REQUEST_PROB].to_numpy(dtype=float)[rows]).any())
 
-
-def refuse_varying(raw: pd.DataFrame, path: str, verb: str, studies, why: str) -> None:
-    """Refuse case studies asked by varying ``request_prob`` (verbs that cannot weight by it).
-
-    ``studies``: the names analysed (None = all); ``why``: why the verb cannot use them.
-    Uniform probabilities (one value per case study and condition) are today's analysis.
-    """
-    from pulse_ml.errors import PulseError
-
-    if REQUEST_PROB not in raw.columns or "case_study" not in raw.columns:
-        return
-    prob = pd.to_numeric(raw[REQUEST_PROB], errors="coerce")
-    frame = pd.DataFrame({"s": raw["case_study"].astype(str),
-                          "c": raw["condition"].astype(str) if "condition" in raw else "",
-                          "p": prob})
-    if studies is not None:
-        frame = frame[frame["s"].isin([str(s) for s in studies])]
-    spread = frame.dropna().groupby(["s", "c"])["p"].agg(lambda p: p.max() - p.min())
-    varying = sorted({s for (s, _), v in spread.items() if v > 1e-12})
-    if varying:
-        raise PulseError(
-            f"{path}: case stud{'ies' if len(varying) > 1 else 'y'} "
-            f"{', '.join(repr(s) for s in varying[:5])} asked for ratings by varying "
-            f"{REQUEST_PROB}: `pulse-ml {verb}` cannot use those probabilities ({why}). Use "
-            "`pulse-ml infer` (active PPI++), or leave the case study out.")
