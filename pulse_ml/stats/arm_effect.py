@@ -65,6 +65,7 @@ from pulse_ml.stats.arm_notes import (
 )
 from pulse_ml.stats.cluster_lin import kish_sums, labeled_cluster_lin
 from pulse_ml.stats.cluster_moments import session_moments
+from pulse_ml.stats.cluster_samples import arm_samples
 from pulse_ml.stats.ppi import ppi_mean, z_two_sided
 
 __all__ = [
@@ -296,11 +297,12 @@ def compare_arms(
                                             (cl_t, yt, ft, wt, cu_t, fut, singleton[1]))
     ]
     cr2 = cr2 and small_sample
+    sums = arm_samples(arms, n_codes, singleton)  # each sample read once, shared below
     res = engine.solve(
-        session_moments(arms, n_codes, singleton, unl_shift=cf, cr2=cr2),
+        session_moments(arms, n_codes, singleton, unl_shift=cf, cr2=cr2, prepared=sums),
         weighted=weighted, small_sample=small_sample, lam_mode=lam_mode, clustered=clustered,
         alpha=alpha, cr2=cr2,
-        lab_z=(labeled_cluster_lin(arms, n_codes, singleton, cr2=cr2)
+        lab_z=(labeled_cluster_lin(arms, n_codes, singleton, cr2=cr2, prepared=sums)
                if small_sample and lambda_noise else None),
         kish=kish_sums(arms, n_codes) if cr2 else None)
     refuse_degenerate(res, clustered)
