@@ -234,7 +234,8 @@ def _one_chunk(arms: list[tuple], n_codes: int,
                singleton_unl: tuple[bool, bool] = (False, False),
                unl_shift: float = 0.0, cr2: bool = False,
                prepared: ArmSamples | None = None) -> Moments:
-    prep = prepared if prepared is not None else arm_samples(arms, n_codes, singleton_unl)
+    prep = (prepared if prepared is not None
+            else arm_samples(arms, n_codes, singleton_unl, unl_shift))
     arms, samples = prep.arms, prep.samples
     r = arms[0][1].shape[0]
     single = {}  # arm -> (sums (R, 3), gram (R, 2, 2)) of a singleton unlabeled sample
@@ -320,8 +321,9 @@ def session_moments(arms: list[tuple], n_codes: int,
             other sample uses those codes (``cluster_codes`` with ``None`` for that sample):
             the unlabeled moments are then two passes over the predictions (same values as
             the general path up to floating-point summation order). ``codes_u`` is not read.
-        unl_shift: Subtracted from the predictions of singleton unlabeled samples (block by
-            block, so callers need not make a centered copy of them).
+        unl_shift: Subtracted from every unlabeled prediction, block by block while summing
+            (:func:`~pulse_ml.stats.cluster_samples.unlabeled_sample`), so callers need not
+            make a centered copy of them.
         cr2: Scale each cluster's linear sums in the Gram matrix by its CR2 factor
             ``1 / sqrt(1 - h_g)`` within each sample (:func:`_leverage_scale`; Bell & McCaffrey
             2002): a cluster holding a large share of a sample's labels has a residual sum

@@ -14,6 +14,9 @@ A sample is kept in one of two layouts (same numbers up to floating-point summat
 * **dense**: sums over all codes, untouched clusters holding zeros; for samples with at least
   as many sessions as codes (a big unlabeled sample). Zero rows add nothing to a Gram block, so
   products with other samples need no intersection of clusters or gather of ranks.
+
+Unlabeled predictions are centered block by block while they are summed (``unl_shift``), so
+callers pass them as they are.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["ArmSamples", "Sample", "arm_samples", "bincount", "lab_columns", "leverage_scale"]
+__all__ = ["ArmSamples", "Sample", "arm_samples", "bincount", "lab_columns", "leverage_scale",
+           "unlabeled_sample"]
 
 Array = NDArray[np.float64]
 
@@ -117,12 +121,36 @@ def labeled_sample(codes: NDArray[np.intp], y: Array, f: Array, w: Array, n_code
     return _sample(codes, lab_columns(y, f, np.broadcast_to(w, y.shape)), n_codes)
 
 
-def unlabeled_sample(codes: NDArray[np.intp], fu: Array, n_codes: int) -> Sample:
-    """Session count and prediction sum per cluster; the sum of squares as a total only."""
-    out = _sample(codes, [None, fu], n_codes)
-    squares = np.einsum("rn,rn->r", fu, fu)  # numpy's SIMD loop: no BLAS thread wake-up
-    return Sample(out.present, out.sums, np.column_stack([out.tot, squares]), out.dense,
-                  out.rank)
+_SPAN = 1 << 18  # fewest values per block of a centered pass over unlabeled predictions
+
+
+def unlabeled_sample(codes: NDArray[np.intp], fu: Array, n_codes: int, shift: float = 0.0
+                     ) -> Sample:
+    """Session count and sum of ``fu - shift`` per cluster; the sum of squares as a total.
+
+    ``fu - shift`` (centering against cancellation) is formed a block of sessions at a time
+    and each block's per-cluster sums and sum of squares are added up: no full-size centered
+    copy is written and read back (at 10^6 sessions that costs as much as a bincount). A block
+    holds at least 4x as many sessions as there are clusters, so adding its sums costs little;
+    a sample of up to :data:`_SPAN` sessions is one block.
+    """
+    count = np.bincount(codes, minlength=n_codes)
+    present = count > 0
+    dense = codes.size >= DENSE_SHARE * n_codes
+    rank = None if dense else np.cumsum(present) - 1
+    k = n_codes if dense else (int(rank[-1]) + 1 if n_codes else 0)
+    keys = codes if dense else rank[codes]
+    r, n = fu.shape
+    su, squares = np.zeros((r, k)), np.zeros(r)
+    span = max(_SPAN, 4 * k)
+    for start in range(0, n, span):
+        d = fu[:, start : start + span] - shift
+        su += bincount(keys[start : start + span], d, k)
+        squares += np.einsum("rn,rn->r", d, d)  # numpy's SIMD loop: no BLAS thread wake-up
+    m = count.astype(float) if dense else count[present].astype(float)
+    tot = np.column_stack([np.full(r, m.sum()), su.sum(axis=-1), squares])
+    return Sample(present, np.stack([np.broadcast_to(m, (r, k)), su], axis=-1), tot, dense,
+                  rank)
 
 
 @dataclass(frozen=True)
@@ -143,7 +171,8 @@ class ArmSamples:
 
 
 def arm_samples(arms: list[tuple], n_codes: int,
-                singleton_unl: tuple[bool, bool] = (False, False)) -> ArmSamples:
+                singleton_unl: tuple[bool, bool] = (False, False),
+                unl_shift: float = 0.0) -> ArmSamples:
     """Per-cluster sums of every sample of two arms (arguments as ``session_moments``)."""
     if any(singleton_unl):  # the other samples' codes, renumbered 0..k-1 (same clusters)
         used = [arm[0] for arm in arms] + [arm[4] for a, arm in enumerate(arms)
@@ -156,5 +185,6 @@ def arm_samples(arms: list[tuple], n_codes: int,
     samples: list[Sample | None] = []
     for a, (cl, y, f, w, cu, fu) in enumerate(arms):
         samples.append(labeled_sample(cl, y, f, w, n_codes))
-        samples.append(None if singleton_unl[a] else unlabeled_sample(cu, fu, n_codes))
+        samples.append(None if singleton_unl[a] else unlabeled_sample(cu, fu, n_codes,
+                                                                      unl_shift))
     return ArmSamples(arms, n_codes, samples)

@@ -190,15 +190,16 @@ def _fixed_lambda_halves(arms: list[dict], clustered: bool, mask: NDArray[np.boo
     cols = [_per_unit(z[a], unit_of, n_units) for a in (0, 1)]
     gram8 = _per_unit((z8[:, :, None] * z8[:, None, :]).reshape(n_codes, 64), unit_of, n_units)
     cnts = _per_unit(np.column_stack([has, has.max(axis=1)]), unit_of, n_units)
+    per_unit = np.concatenate([cols[0], cols[1], gram8, cnts], axis=1)
     out = []
-    for half in (mask, ~mask):
-        m = half.astype(float)
-        tot = [m @ cols[0], m @ cols[1]]
-        gram = (m @ gram8).reshape(-1, 8, 8)
-        counts = m @ cnts
+    for inside in (True, False):
+        sums = hm.mask_products(mask, per_unit, inside)
+        tot = [sums[:, :5], sums[:, 5:10]]
+        gram = sums[:, 10:74].reshape(-1, 8, 8)
+        counts = sums[:, 74:]
         g_arm, g = counts[:, :2], counts[:, 2]
-        b = np.zeros((m.shape[0], 8))
-        est, est0 = np.zeros(m.shape[0]), np.zeros(m.shape[0])
+        b = np.zeros((mask.shape[0], 8))
+        est, est0 = np.zeros(mask.shape[0]), np.zeros(mask.shape[0])
         ok = (g_arm >= 2).all(axis=1)
         for a, sign in ((0, -1.0), (1, 1.0)):
             t = tot[a]

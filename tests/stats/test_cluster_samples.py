@@ -124,3 +124,20 @@ def test_lambda_noise_sums_equal_per_code_oracle(n_unl):
     oracle = np.concatenate([cluster_sums(*arm, n_codes)[:, labeled][..., cols]
                              for arm in arms], axis=-1)
     np.testing.assert_allclose(got, oracle, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("design", ["users in both arms", "singleton clusters",
+                                    "one unlabeled user", "weighted"])
+def test_centering_block_by_block_equals_one_block(design, monkeypatch):
+    # big samples are centered and summed in blocks (no full-size centered copy): the
+    # numbers must not depend on the block size
+    n, big_n, users, how = DESIGNS[design]
+    arms = _arms(7, n, big_n, users, how)
+    one = _flat(compare_arms(*arms))
+    monkeypatch.setattr(cluster_samples, "_SPAN", 97)
+    blocks = _flat(compare_arms(*arms))
+    for key, value in one.items():
+        if isinstance(value, float):
+            assert blocks[key] == pytest.approx(value, rel=1e-12, abs=1e-12, nan_ok=True), key
+        else:
+            assert blocks[key] == value, key
