@@ -191,9 +191,15 @@ def _fixed_lambda_halves(arms: list[dict], clustered: bool, mask: NDArray[np.boo
     gram8 = _per_unit((z8[:, :, None] * z8[:, None, :]).reshape(n_codes, 64), unit_of, n_units)
     cnts = _per_unit(np.column_stack([has, has.max(axis=1)]), unit_of, n_units)
     per_unit = np.concatenate([cols[0], cols[1], gram8, cnts], axis=1)
+    # Half A's sums; half B's are the rest. Units without a label (most users) carry only
+    # their unlabeled sums (C, E and products): only those columns are multiplied for them.
+    labeled = np.flatnonzero(cnts[:, 2] > 0)
+    rest = np.flatnonzero(cnts[:, 2] == 0)
+    nonzero = np.flatnonzero(np.any(per_unit[rest] != 0, axis=0))
+    half_a = hm.mask_products(mask, per_unit[labeled], labeled)
+    half_a[:, nonzero] += hm.mask_products(mask, per_unit[rest][:, nonzero], rest)
     out = []
-    for inside in (True, False):
-        sums = hm.mask_products(mask, per_unit, inside)
+    for sums in (half_a, per_unit.sum(axis=0) - half_a):
         tot = [sums[:, :5], sums[:, 5:10]]
         gram = sums[:, 10:74].reshape(-1, 8, 8)
         counts = sums[:, 74:]

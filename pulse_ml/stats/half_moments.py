@@ -128,22 +128,24 @@ def unit_diffs(arms: list[dict], clustered: bool, unit_l: list, unit_u: list | N
     return cm.session_moments(base_unl, n_codes), diff
 
 
-_MASK_VALUES = 1 << 21  # mask entries cast to float at a time (bounded memory)
+_MASK_VALUES = 1 << 22  # mask entries cast to float at a time (bounded memory)
 
 
-def mask_products(mask: NDArray[np.bool_], per_unit: NDArray[np.float64], inside: bool = True
-                  ) -> NDArray[np.float64]:
-    """``half @ per_unit`` with ``half`` = ``mask`` (``inside``) or its complement, (R, k).
+def mask_products(mask: NDArray[np.bool_], per_unit: NDArray[np.float64],
+                  units: NDArray[np.intp] | None = None) -> NDArray[np.float64]:
+    """``mask[:, units] @ per_unit`` (all units when ``None``), shape (R, k).
 
     The 0/1 mask is cast to float a block of replications at a time, so memory stays bounded
     (a float copy of 1,000 splits of 60,000 users is 480 MB) and the block is reused.
     """
-    r, n_units = mask.shape
+    r = mask.shape[0]
+    n_units = mask.shape[1] if units is None else units.size
     out = np.empty((r, per_unit.shape[1]))
     step = max(1, _MASK_VALUES // max(n_units, 1))
     for start in range(0, r, step):
         block = mask[start : start + step]
-        out[start : start + step] = (block if inside else ~block).astype(float) @ per_unit
+        out[start : start + step] = (block if units is None else block[:, units]).astype(
+            float) @ per_unit
     return out
 
 
