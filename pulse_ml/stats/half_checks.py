@@ -64,6 +64,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy.stats import t as student_t
 
+from pulse_ml.stats import cluster_moments as cm
 from pulse_ml.stats import effect_engine as engine
 from pulse_ml.stats import half_moments as hm
 from pulse_ml.stats import split_half as sh
@@ -144,10 +145,17 @@ def _builtin_halves(arms, clustered, mask, units, opts) -> list[dict]:
 
 def full_lambda(arms: list[dict], clustered: bool, units: tuple, n_units: int,
                 opts: dict) -> NDArray[np.float64]:
-    """The analysis' own lambdas (control, treatment) on all the data (engine, one solve)."""
-    base, diff = hm.unit_diffs(arms, clustered, units[0], units[1], n_units, "sessions")
-    res = engine.solve(hm.masked(base, diff, np.ones((1, n_units), bool)),
-                       clustered=clustered, **opts)
+    """The analysis' own lambdas (control, treatment) on all the data (engine, one solve).
+
+    Every unit in is every session in: the moments of all sessions (``session_moments``
+    directly, not the per-unit differences of the masks: those hold ~300 numbers per user).
+    ``units`` and ``n_units`` are not needed (kept for the callers).
+    """
+    del units, n_units
+    lab_codes, unl_codes, n_codes = hm.variance_codes(arms, clustered)
+    data = [(cl, arm["y"][None], arm["f"][None], arm["w"][None], cu, arm["fu"][None])
+            for arm, cl, cu in zip(arms, lab_codes, unl_codes, strict=True)]
+    res = engine.solve(cm.session_moments(data, n_codes), clustered=clustered, **opts)
     return res.lam[0]
 
 

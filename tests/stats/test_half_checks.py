@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import validity_sims as sims
 
+from pulse_ml.stats import effect_engine as engine
 from pulse_ml.stats import half_moments as hm
 from pulse_ml.stats.arm_effect import compare_arms
 from pulse_ml.stats.arm_inputs import Arm
@@ -135,3 +136,21 @@ def test_the_bias_check_keeps_its_level_in_small_studies():
     print(f"bias check on {len(flags)} small studies (median {np.median(users):.0f} labeled "
           f"users per arm): flagged {rate:.3f} +- {np.sqrt(rate * (1 - rate) / len(flags)):.3f}")
     assert rate <= 0.06
+
+
+@pytest.mark.parametrize("clusters,weighted", [(True, False), (True, True), (False, False)])
+def test_full_lambda_equals_every_unit_of_the_mask_products(clusters, weighted):
+    # the full data's lambdas from the moments of all sessions = all units switched in
+    (c, t), _ = audit_sims.strong_predictor(4, n_users=200)
+    if weighted:
+        c = Arm(c.y, c.f, c.f_unl, c.users, c.users_unl,
+                np.random.default_rng(1).uniform(0.5, 2.0, np.asarray(c.y).size))
+    arms, _ = hm.prepare_arms(c, t)
+    unit_l, unit_u, strata = _units(arms, clusters)
+    opts = {"weighted": weighted, "small_sample": True, "alpha": 0.05}
+    got = full_lambda(arms, clusters, (unit_l, unit_u), strata.size, opts)
+    base, diff = hm.unit_diffs(arms, clusters, unit_l, unit_u, strata.size, "sessions")
+    every = engine.solve(hm.masked(base, diff, np.ones((1, strata.size), bool)),
+                         clustered=clusters, **opts).lam[0]
+    assert got.any()
+    np.testing.assert_allclose(got, every, rtol=1e-12, atol=1e-14)
