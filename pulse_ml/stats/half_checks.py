@@ -147,9 +147,7 @@ def full_lambda(arms: list[dict], clustered: bool, units: tuple, n_units: int,
                 opts: dict) -> NDArray[np.float64]:
     """The analysis' own lambdas (control, treatment) on all the data (engine, one solve).
 
-    Every unit in is every session in: the moments of all sessions (``session_moments``
-    directly, not the per-unit differences of the masks: those hold ~300 numbers per user).
-    ``units`` and ``n_units`` are not needed (kept for the callers).
+    All units in = all sessions in: their moments directly (``units``, ``n_units`` unused).
     """
     del units, n_units
     lab_codes, unl_codes, n_codes = hm.variance_codes(arms, clustered)
@@ -199,10 +197,8 @@ def _fixed_lambda_halves(arms: list[dict], clustered: bool, mask: NDArray[np.boo
     gram8 = _per_unit((z8[:, :, None] * z8[:, None, :]).reshape(n_codes, 64), unit_of, n_units)
     cnts = _per_unit(np.column_stack([has, has.max(axis=1)]), unit_of, n_units)
     per_unit = np.concatenate([cols[0], cols[1], gram8, cnts], axis=1)
-    # Half A's sums; half B's are the rest. Units without a label (most users) carry only
-    # their unlabeled sums (C, E and products): only those columns are multiplied for them.
-    labeled = np.flatnonzero(cnts[:, 2] > 0)
-    rest = np.flatnonzero(cnts[:, 2] == 0)
+    # Half A's sums (B's: the rest); units without a label multiply only their nonzero columns
+    labeled, rest = np.flatnonzero(cnts[:, 2] > 0), np.flatnonzero(cnts[:, 2] == 0)
     nonzero = np.flatnonzero(np.any(per_unit[rest] != 0, axis=0))
     half_a = hm.mask_products(mask, per_unit[labeled], labeled)
     half_a[:, nonzero] += hm.mask_products(mask, per_unit[rest][:, nonzero], rest)
