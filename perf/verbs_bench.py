@@ -1,14 +1,14 @@
 """Whole verbs side by side in one run: CPU seconds and peak memory, pulse_ml vs its floors.
 
 Run: ``nice -n 10 /work/venv/bin/python perf/verbs_bench.py [--rows 1000000] [--workdir DIR
-[--reuse]] [--baseline SRC_DIR] [--only score,infer,monitor,help]``
+[--reuse]] [--baseline SRC_DIR] [--only score,infer,monitor,audit,help]``
 
 Issue 25's targets, each a ratio measured in one run (CPU seconds: user + system time of the
 verb's process and its threads, from ``os.wait4``, so other jobs on shared cores move them
 less than wall time; peak = the process's ``ru_maxrss``):
 
-* ``infer`` and ``monitor`` on the table <= 1.5x ``score`` on the same table, peak <= 1.2 GB at
-  10^6 sessions;
+* ``infer``, ``monitor`` and ``audit`` (``case_study=plan``, default replications) on the table
+  <= 1.5x ``score`` on the same table, peak <= 1.2 GB at 10^6 sessions;
 * every verb's ``--help`` <= 0.3 s CPU (``score``, ``infer``, ``monitor``, ``audit``, ``train``);
 * ``infer`` on a demo-sized table (``--rows 36000``, the default demo's size) <= 6 s CPU;
 * ``score`` at 10^4 rows <= 2x its floor (``--only score,floor``): ``score floor`` is a plain
@@ -76,6 +76,7 @@ pd.DataFrame({"session_id": frame["session_id"], "prediction": preds}).to_parque
 """
 
 HELP_VERBS = ("score", "infer", "monitor", "audit", "train")
+AUDIT_STUDY = "plan"  # audit's case study (its default replications: 1,000 splits, 200 hidings)
 
 
 def newest_ensemble(workdir: Path) -> Path:
@@ -133,6 +134,9 @@ def commands(table: Path, out: Path, only: set[str]) -> list[tuple[str, list[str
     if "monitor" in only:
         cmds.append(("monitor", [*py, "monitor", f"data.path={table}",
                                  f"output={out / 'monitor'}"]))
+    if "audit" in only:
+        cmds.append(("audit", [*py, "audit", f"data.path={table}", f"case_study={AUDIT_STUDY}",
+                               f"output={out / 'audit'}", "progress=false"]))
     if "help" in only:
         cmds += [(f"{verb} --help", [*py, verb, "--help"]) for verb in HELP_VERBS]
     return cmds
@@ -145,7 +149,7 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--reuse", action="store_true")
     parser.add_argument("--baseline", type=Path, default=None)
-    parser.add_argument("--only", default="score,infer,monitor,help")
+    parser.add_argument("--only", default="score,infer,monitor,audit,help")
     parser.add_argument("--repeat", type=int, default=1, help="rounds (best CPU is kept)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:

@@ -65,6 +65,7 @@ from pulse_ml.stats.arm_notes import (
 )
 from pulse_ml.stats.cluster_lin import kish_sums, labeled_cluster_lin
 from pulse_ml.stats.cluster_moments import session_moments
+from pulse_ml.stats.cluster_samples import arm_samples
 from pulse_ml.stats.ppi import ppi_mean, z_two_sided
 
 __all__ = [
@@ -290,17 +291,17 @@ def compare_arms(
     wt = weights_or_ones(treatment.w, yt.size, "w_t")
     # Center by constants common to both arms: effects are unchanged, sums lose cancellation.
     cy, cf = float(np.concatenate([yc, yt]).mean()), float(np.concatenate([fc, ft]).mean())
-    arms = [
-        (cl, (y - cy)[None], (f - cf)[None], w[None], cu, fu[None] if single else (fu - cf)[None])
-        for cl, y, f, w, cu, fu, single in ((cl_c, yc, fc, wc, cu_c, fuc, singleton[0]),
-                                            (cl_t, yt, ft, wt, cu_t, fut, singleton[1]))
-    ]
+    # The unlabeled predictions stay as they are: their sums take cf off block by block.
+    arms = [(cl, (y - cy)[None], (f - cf)[None], w[None], cu, fu[None])
+            for cl, y, f, w, cu, fu in ((cl_c, yc, fc, wc, cu_c, fuc),
+                                        (cl_t, yt, ft, wt, cu_t, fut))]
     cr2 = cr2 and small_sample
+    sums = arm_samples(arms, n_codes, singleton, unl_shift=cf)  # each sample read once
     res = engine.solve(
-        session_moments(arms, n_codes, singleton, unl_shift=cf, cr2=cr2),
+        session_moments(arms, n_codes, singleton, unl_shift=cf, cr2=cr2, prepared=sums),
         weighted=weighted, small_sample=small_sample, lam_mode=lam_mode, clustered=clustered,
         alpha=alpha, cr2=cr2,
-        lab_z=(labeled_cluster_lin(arms, n_codes, singleton, cr2=cr2)
+        lab_z=(labeled_cluster_lin(arms, n_codes, singleton, cr2=cr2, prepared=sums)
                if small_sample and lambda_noise else None),
         kish=kish_sums(arms, n_codes) if cr2 else None)
     refuse_degenerate(res, clustered)

@@ -116,10 +116,17 @@ def _dense_codes(arrays: list[NDArray]) -> int | None:
     sizes = [a.size for a in arrays if a.size]
     if not sizes:
         return None
-    lo = min(int(a.min()) for a in arrays if a.size)
-    hi = max(int(a.max()) for a in arrays if a.size)
-    if lo < 0 or hi >= 2 * sum(sizes) + 1024:
-        return None
+    # One pass per array: seen as unsigned (two's complement), a negative id is at least
+    # 2^(bits - 1), so it fails the bound when the bound is capped there.
+    bound = 2 * sum(sizes) + 1024
+    hi = -1
+    for a in arrays:
+        if a.size:
+            limit = min(bound, 2 ** (8 * a.itemsize - 1)) if a.dtype.kind == "i" else bound
+            top = int(a.view(a.dtype.str.replace("i", "u")).max())
+            if top >= limit:
+                return None
+            hi = max(hi, top)
     return hi + 1
 
 

@@ -10,13 +10,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from pulse_ml.stats.cluster_moments import (
-    _N_LIN_LAB,
-    LIN,
-    _bincount,
-    _lab_columns,
-    _leverage_scale,
-)
+from pulse_ml.stats.cluster_moments import _N_LIN_LAB, LIN
+from pulse_ml.stats.cluster_samples import ArmSamples, arm_samples, bincount, leverage_scale
 
 __all__ = ["kish_sums", "labeled_cluster_lin"]
 
@@ -25,7 +20,7 @@ Array = NDArray[np.float64]
 
 def labeled_cluster_lin(arms: list[tuple], n_codes: int,
                         singleton_unl: tuple[bool, bool] = (False, False),
-                        cr2: bool = False) -> Array:
+                        cr2: bool = False, prepared: ArmSamples | None = None) -> Array:
     """Per-cluster :data:`LIN` sums of both arms for every cluster with a labeled session.
 
     The lambda-noise term of :func:`pulse_ml.stats.effect_engine.solve` needs the influence of
@@ -39,39 +34,36 @@ def labeled_cluster_lin(arms: list[tuple], n_codes: int,
         n_codes: Number of cluster codes shared by the arms.
         singleton_unl: As in :func:`session_moments` (those unlabeled samples are skipped).
         cr2: Scale each sample's sums by the CR2 factors, as :func:`session_moments` does.
+        prepared: The arms' per-cluster sums
+            (:func:`~pulse_ml.stats.cluster_samples.arm_samples`), shared with
+            :func:`session_moments`; computed here when ``None``.
 
     Returns:
         Sums of shape (R, G_L, 2 * len(LIN)), clusters in code order.
     """
-    present = np.zeros(n_codes, dtype=bool)
-    for arm in arms:
-        present[arm[0]] = True
+    prep = prepared if prepared is not None else arm_samples(arms, n_codes, singleton_unl)
+    samples = prep.samples
+    present = samples[0].present | samples[2].present
+    codes = np.flatnonzero(present)
     rank = np.cumsum(present) - 1
-    k = int(present.sum())
-    r = arms[0][1].shape[0]
-    out = np.zeros((r, k, 2 * len(LIN)))
-    for a, (cl, y, f, w, cu, fu) in enumerate(arms):
-        o = a * len(LIN)
+    r = prep.arms[0][1].shape[0]
+    out = np.zeros((r, codes.size, 2 * len(LIN)))
+    for a in (0, 1):
+        o, lab, unl = a * len(LIN), samples[2 * a], samples[2 * a + 1]
         block = out[:, :, o : o + _N_LIN_LAB]
-        for j, col in enumerate(_lab_columns(y, f, w)[:_N_LIN_LAB]):
-            block[..., j] = _bincount(rank[cl], np.broadcast_to(col, y.shape), k)
+        block[:, rank[lab.codes]] = lab.rows(lab.codes)[..., :_N_LIN_LAB]
         if cr2:
-            block *= _leverage_scale(block, 1)[..., None]
-        if singleton_unl[a] or cu.size == 0:
+            block *= leverage_scale(block, 1)[..., None]
+        if unl is None or not unl.present.any():
             continue
         block = out[:, :, o + _N_LIN_LAB : o + _N_LIN_LAB + 2]
-        if cu.size >= n_codes:  # sum over all codes, keep the labeled clusters: no gathers
-            block[..., 0] = np.bincount(cu, minlength=n_codes)[present]
-            block[..., 1] = _bincount(cu, fu, n_codes)[:, present]
+        if unl.dense:
+            block[...] = unl.sums[:, codes]
         else:
-            keep = present[cu]
-            if not keep.any():
-                continue
-            codes, vals = rank[cu[keep]], fu[:, keep]
-            block[..., 0] = _bincount(codes, np.ones_like(vals), k)
-            block[..., 1] = _bincount(codes, vals, k)
+            hit = unl.present[codes]
+            block[:, hit] = unl.rows(codes[hit])
         if cr2:
-            h = block[..., 0] / cu.size
+            h = block[..., 0] / unl.tot[:, :1]
             block *= np.where(h < 1.0 - 1e-9, 1.0 / np.sqrt(np.maximum(1.0 - h, 1e-300)),
                               0.0)[..., None]
     return out
@@ -90,7 +82,7 @@ def _icc(codes: NDArray[np.intp], y: Array, n_codes: int) -> Array:
         return np.zeros(y.shape[0])
     ybar = y.mean(axis=1, keepdims=True)
     dev = y - ybar
-    q = (_bincount(codes, dev, n_codes) ** 2).sum(axis=1)
+    q = (bincount(codes, dev, n_codes) ** 2).sum(axis=1)
     s2 = np.einsum("rn,rn->r", dev, dev) / (n - 1.0)
     rho = np.divide(q / np.maximum(s2, 1e-300) - n, excess)
     return np.clip(np.where(s2 > 0, rho, 0.0), 0.0, 1.0)
@@ -106,13 +98,19 @@ def kish_sums(arms: list[tuple], n_codes: int) -> Array:
     their session count when their ratings move together (``rho = 0`` is Kish's count). The
     effect's ``v_g = v_c,g / W_c^2 + v_t,g / W_t^2`` counts a user with labels in both arms once.
     Computed from the unscaled sums, which a CR2-scaled Gram matrix no longer holds.
+    ``n_codes`` is not needed (the labeled clusters are renumbered); kept for the callers.
     """
     v, w_tot = [], []
-    for cl, y, _, w, _, _ in arms:
+    # only labeled clusters carry shares: renumber them 0..G_L-1 (arrays sized by the labels)
+    labeled = np.concatenate([arm[0] for arm in arms])
+    uniq, inverse = np.unique(labeled, return_inverse=True)
+    g_l = uniq.size
+    split = np.split(inverse.astype(np.intp), [arms[0][0].size])
+    for (_, y, _, w, _, _), cl in zip(arms, split, strict=True):
         w = np.broadcast_to(w, y.shape)
-        a = _bincount(cl, w * w, n_codes)
-        b = _bincount(cl, w, n_codes) ** 2
-        v.append(a + _icc(cl, y, n_codes)[:, None] * (b - a))
+        a = bincount(cl, w * w, g_l)
+        b = bincount(cl, w, g_l) ** 2
+        v.append(a + _icc(cl, y, g_l)[:, None] * (b - a))
         w_tot.append(w.sum(axis=1))
 
     def g_star(shares: Array) -> Array:

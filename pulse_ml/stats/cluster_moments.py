@@ -23,6 +23,15 @@ from dataclasses import dataclass, fields
 import numpy as np
 from numpy.typing import NDArray
 
+from pulse_ml.stats.cluster_samples import (
+    ArmSamples,
+    Sample,
+    arm_samples,
+    bincount,
+    lab_columns,
+    leverage_scale,
+)
+
 __all__ = ["FLAT_SIZE", "LIN", "RAW", "Moments", "cluster_sums", "per_cluster", "session_moments"]
 
 RAW = ("m", "sw", "swy", "swf", "sf", "sww", "sy", "syy", "sff", "mu", "su", "suu")
@@ -101,19 +110,6 @@ class Moments:
 FLAT_SIZE = sum(int(np.prod(Moments._TRAIL.get(f.name, (2,)))) for f in fields(Moments))
 
 
-def _bincount(codes: NDArray[np.intp], values: Array, n_codes: int) -> Array:
-    """Per-code sums of ``values`` of shape (R, n) -> (R, n_codes)."""
-    r = values.shape[0]
-    if r == 1:  # one data set (compare_arms): no offset codes to build
-        return np.bincount(codes, weights=values[0], minlength=n_codes)[None, :n_codes]
-    flat = (codes[None, :] + n_codes * np.arange(r)[:, None]).ravel()
-    return np.bincount(flat, weights=values.ravel(), minlength=r * n_codes).reshape(r, n_codes)
-
-
-def _lab_columns(y: Array, f: Array, w: Array) -> list[Array]:
-    return [np.ones_like(y), w, w * y, w * f, f, w * w, y, y * y, f * f]
-
-
 def _unl_columns(fu: Array) -> list[Array | None]:
     return [None, fu, fu * fu]  # None: the session count (np.bincount without weights)
 
@@ -141,8 +137,8 @@ def cluster_sums(
     Returns:
         The sums in the order of :data:`RAW`.
     """
-    cols = [_bincount(codes_l, v, n_codes) for v in _lab_columns(y, f, w)]
-    cols += [_bincount(codes_u, np.ones_like(fu) if v is None else v, n_codes)
+    cols = [bincount(codes_l, v, n_codes) for v in lab_columns(y, f, w)]
+    cols += [bincount(codes_u, np.ones_like(fu) if v is None else v, n_codes)
              for v in _unl_columns(fu)]
     return np.stack(cols, axis=-1)
 
@@ -172,25 +168,6 @@ def per_cluster(sums: Array) -> Moments:
     )
 
 
-def _sample_sums(codes: NDArray[np.intp], cols: list[Array], n_codes: int
-                 ) -> tuple[NDArray[np.bool_], NDArray[np.intp], Array]:
-    """Per-cluster sums of one sample over the clusters it touches (in code order).
-
-    A sample with at least as many sessions as codes is summed over all codes and the touched
-    clusters picked afterwards (no per-session gather of ranks); the sums are the same.
-    """
-    count = np.bincount(codes, minlength=n_codes)
-    present = count > 0
-    rank = np.cumsum(present) - 1
-    k = int(rank[-1]) + 1 if n_codes else 0
-    r = next(v.shape[0] for v in cols if v is not None)
-    small = codes.size < n_codes
-    sums = [np.broadcast_to(count[present].astype(float), (r, k)) if v is None
-            else _bincount(rank[codes], v, k) if small
-            else _bincount(codes, v, n_codes)[:, present] for v in cols]
-    return present, rank, np.stack(sums, axis=-1)
-
-
 _BLOCK = 1 << 15  # values per block of a singleton sample (cache-resident temporaries)
 
 
@@ -213,118 +190,115 @@ def _singleton_moments(fu: Array, shift: float = 0.0) -> tuple[Array, Array]:
     return sums, gram
 
 
-def _leverage_scale(sums: Array, col: int) -> Array:
-    """CR2 factors ``1 / sqrt(1 - h_g)`` of a sample's clusters, shape (R, G).
+def _cross(sp: Sample, zp: Array, sq: Sample, zq: Array) -> Array | None:
+    """``sum_g z_p,g z_q,g^T`` over the clusters both samples touch, shape (R, c_p, c_q)."""
+    if sp.dense and sq.dense:  # untouched clusters hold zeros: no intersection needed
+        return np.matmul(zp.transpose(0, 2, 1), zq)
+    if sq.dense:
+        return np.matmul(zp.transpose(0, 2, 1), zq[:, sp.codes])
+    if sp.dense:
+        return np.matmul(zp[:, sq.codes].transpose(0, 2, 1), zq)
+    both = np.flatnonzero(sp.present & sq.present)
+    if both.size == 0:
+        return None
+    return np.matmul(zp[:, sp.rank[both]].transpose(0, 2, 1), zq[:, sq.rank[both]])
 
-    ``h_g`` is the cluster's share of the sample's column ``col`` (labeled: weights, the hat
-    value of a weighted mean; unlabeled: sessions). A cluster holding the whole sample gets 0,
-    like the CR1 factor of a single cluster (the variance floor then takes over).
-    """
-    part = sums[..., col]
-    h = part / np.maximum(part.sum(axis=-1, keepdims=True), 1e-300)
-    return np.where(h < 1.0 - 1e-9, 1.0 / np.sqrt(np.maximum(1.0 - h, 1e-300)), 0.0)
+
+def _arm_anova(lab: Sample, unl: Sample, r: int) -> dict[str, Array | float]:
+    """Cluster counts and one-way ANOVA pieces of an arm's labeled + unlabeled sessions."""
+    sf = RAW_INDEX["sf"]
+    lab_sums = lab.rows(lab.codes)  # touched clusters only (also of a dense labeled sample)
+    if unl.dense:  # the labeled clusters added into the all-code arrays
+        total, count = unl.sums[..., 1].copy(), unl.sums[0, :, 0].copy()
+        codes_l = lab.codes
+        total[:, codes_l] += lab_sums[..., sf]
+        count[codes_l] += lab_sums[0, :, 0]
+        k = int(np.count_nonzero(count))
+    else:
+        union = lab.present | unl.present
+        rank = np.cumsum(union) - 1
+        pos_l, pos_u = rank[lab.present], rank[unl.present]
+        k = int(union.sum())
+        total, count = np.zeros((r, k)), np.zeros(k)
+        total[:, pos_l] += lab_sums[..., sf]
+        total[:, pos_u] += unl.sums[..., 1]
+        count[pos_l] += lab_sums[0, :, 0]
+        count[pos_u] += unl.sums[0, :, 0]
+    count_u = unl.sums[0, :, 0]
+    return {"g_lab": lab.codes.size, "g_unl": int(np.count_nonzero(count_u)), "g_all": k,
+            "t2": np.einsum("rg,rg->r", total / np.maximum(count, 1.0), total),
+            "m2": np.einsum("g,g->", count, count), "mu2": np.einsum("g,g->", count_u, count_u)}
 
 
 def _one_chunk(arms: list[tuple], n_codes: int,
                singleton_unl: tuple[bool, bool] = (False, False),
-               unl_shift: float = 0.0, cr2: bool = False) -> Moments:
+               unl_shift: float = 0.0, cr2: bool = False,
+               prepared: ArmSamples | None = None) -> Moments:
+    prep = (prepared if prepared is not None
+            else arm_samples(arms, n_codes, singleton_unl, unl_shift))
+    arms, samples = prep.arms, prep.samples
     r = arms[0][1].shape[0]
-    if any(singleton_unl):  # the other samples' codes, renumbered 0..k-1 (same clusters)
-        used = [arm[0] for arm in arms] + [arm[4] for a, arm in enumerate(arms)
-                                           if not singleton_unl[a]]
-        uniq = np.unique(np.concatenate(used))
-        n_codes = uniq.size
-        arms = [(np.searchsorted(uniq, cl), y, f, w,
-                 cu if singleton_unl[a] else np.searchsorted(uniq, cu), fu)
-                for a, (cl, y, f, w, cu, fu) in enumerate(arms)]
-    samples = []  # (present, rank, sums, gram columns) for lab_c, unl_c, lab_t, unl_t
     single = {}  # arm -> (sums (R, 3), gram (R, 2, 2)) of a singleton unlabeled sample
     tot = np.zeros((r, 2, len(RAW)))
-    for a, (cl, y, f, w, cu, fu) in enumerate(arms):
-        pr_l, rk_l, lab = _sample_sums(cl, _lab_columns(y, f, w), n_codes)
-        tot[:, a, :_N_LAB] = lab.sum(axis=1)
+    cols = []  # per sample: its columns in the Gram matrix
+    for a in (0, 1):
         o = a * len(LIN)
-        samples.append((pr_l, rk_l, lab, np.arange(o, o + _N_LIN_LAB)))
+        tot[:, a, :_N_LAB] = samples[2 * a].tot
+        cols += [np.arange(o, o + _N_LIN_LAB), np.arange(o + _N_LIN_LAB, o + len(LIN))]
         if singleton_unl[a]:
-            single[a] = _singleton_moments(fu, unl_shift)
+            single[a] = _singleton_moments(arms[a][5], unl_shift)
             tot[:, a, _N_LAB:] = single[a][0]
-            samples.append(None)
-            continue
-        pr_u, rk_u, unl = _sample_sums(cu, _unl_columns(fu), n_codes)
-        tot[:, a, _N_LAB:] = unl.sum(axis=1)
-        samples.append((pr_u, rk_u, unl, np.arange(o + _N_LIN_LAB, o + len(LIN))))
+        else:
+            tot[:, a, _N_LAB:] = samples[2 * a + 1].tot
     gram = np.zeros((r, 2 * len(LIN), 2 * len(LIN)))
     for a, (_, block) in single.items():  # singleton clusters meet no other sample
-        cols = np.arange(a * len(LIN) + _N_LIN_LAB, (a + 1) * len(LIN))
         n_u = arms[a][5].shape[1]
         factor = (n_u / (n_u - 1.0) if n_u > 1 else 0.0) if cr2 else 1.0
-        gram[:, cols[:, None], cols[None, :]] += factor * block
+        gram[:, cols[2 * a + 1][:, None], cols[2 * a + 1][None, :]] += factor * block
     lin = []  # per sample: per-cluster linear sums, CR2-scaled when asked
-    for p, sample_p in enumerate(samples):
-        if sample_p is None:
+    for p, sample in enumerate(samples):
+        if sample is None:
             lin.append(None)
             continue
-        z_p = sample_p[2][..., : sample_p[3].size]
+        z_p = sample.sums[..., : cols[p].size]
         if cr2:
-            z_p = z_p * _leverage_scale(sample_p[2], 1 if p % 2 == 0 else 0)[..., None]
+            z_p = z_p * leverage_scale(sample.sums, 1 if p % 2 == 0 else 0)[..., None]
         lin.append(z_p)
     for p, sample_p in enumerate(samples):
-        if sample_p is None:
-            continue
-        pr_p, rk_p, _, cols_p = sample_p
-        z_p = lin[p]
         for q in range(p, len(samples)):
-            if samples[q] is None:
+            if sample_p is None or samples[q] is None:
                 continue
-            pr_q, rk_q, _, cols_q = samples[q]
-            z_q = lin[q]
+            block = (np.matmul(lin[p].transpose(0, 2, 1), lin[p]) if q == p
+                     else _cross(sample_p, lin[p], samples[q], lin[q]))
+            if block is None:
+                continue
+            gram[:, cols[p][:, None], cols[q][None, :]] += block
             if q != p:
-                both = np.flatnonzero(pr_p & pr_q)
-                if both.size == 0:
-                    continue
-                z_p_, z_q = z_p[:, rk_p[both]], z_q[:, rk_q[both]]
-            else:
-                z_p_ = z_p
-            block = np.matmul(z_p_.transpose(0, 2, 1), z_q)
-            gram[:, cols_p[:, None], cols_q[None, :]] += block
-            if q != p:
-                gram[:, cols_q[:, None], cols_p[None, :]] += block.transpose(0, 2, 1)
+                gram[:, cols[q][:, None], cols[p][None, :]] += block.transpose(0, 2, 1)
     per_arm = {k: np.zeros((r, 2)) for k in ("g_lab", "g_unl", "g_all", "t2", "m2", "mu2")}
     extra_any = 0
     for a in (0, 1):
-        pr_l, _, lab, _ = samples[2 * a]
+        lab = samples[2 * a]
         if a in single:  # labeled clusters as usual, plus N one-session clusters
             sums_u = single[a][0]
             n_u = int(arms[a][5].shape[1])
-            count = lab[0, :, 0]
-            total = lab[..., RAW_INDEX["sf"]]
-            per_arm["g_lab"][:, a], per_arm["g_unl"][:, a] = count.size, n_u
-            per_arm["g_all"][:, a] = count.size + n_u
+            count = lab.sums[0, :, 0]
+            total = lab.sums[..., RAW_INDEX["sf"]]
+            g_lab = int(lab.present.sum())
+            per_arm["g_lab"][:, a], per_arm["g_unl"][:, a] = g_lab, n_u
+            per_arm["g_all"][:, a] = g_lab + n_u
             per_arm["t2"][:, a] = (total**2 / np.maximum(count, 1.0)).sum(axis=1) + sums_u[:, 2]
             per_arm["m2"][:, a] = (count**2).sum() + n_u
             per_arm["mu2"][:, a] = n_u
             extra_any += n_u
             continue
-        pr_u, _, unl, _ = samples[2 * a + 1]
-        union = pr_l | pr_u
-        rank = np.cumsum(union) - 1
-        pos_l, pos_u = rank[np.flatnonzero(pr_l)], rank[np.flatnonzero(pr_u)]
-        k = int(union.sum())
-        total, count = np.zeros((r, k)), np.zeros(k)
-        total[:, pos_l] += lab[..., RAW_INDEX["sf"]]
-        total[:, pos_u] += unl[..., 1]
-        count[pos_l] += lab[0, :, 0]
-        count[pos_u] += unl[0, :, 0]
-        per_arm["g_lab"][:, a], per_arm["g_unl"][:, a] = pos_l.size, pos_u.size
-        per_arm["g_all"][:, a] = k
-        per_arm["t2"][:, a] = (total**2 / np.maximum(count, 1.0)).sum(axis=1)
-        per_arm["m2"][:, a] = (count**2).sum()
-        per_arm["mu2"][:, a] = (unl[0, :, 0] ** 2).sum()
-    lab_union = samples[0][0] | samples[2][0]
+        for key, value in _arm_anova(lab, samples[2 * a + 1], r).items():
+            per_arm[key][:, a] = value
+    lab_union = samples[0].present | samples[2].present
     any_union = lab_union.copy()
     for sample in (samples[1], samples[3]):
         if sample is not None:
-            any_union |= sample[0]
+            any_union |= sample.present
     return Moments(
         tot=tot, gram=gram, g_lab=per_arm["g_lab"], g_unl=per_arm["g_unl"],
         g_all=per_arm["g_all"], g_lab_union=np.full(r, float(lab_union.sum())),
@@ -335,7 +309,8 @@ def _one_chunk(arms: list[tuple], n_codes: int,
 
 def session_moments(arms: list[tuple], n_codes: int,
                     singleton_unl: tuple[bool, bool] = (False, False),
-                    unl_shift: float = 0.0, cr2: bool = False) -> Moments:
+                    unl_shift: float = 0.0, cr2: bool = False,
+                    prepared: ArmSamples | None = None) -> Moments:
     """Moments of a batch of data sets sharing one design, from session-level arrays.
 
     Args:
@@ -346,14 +321,19 @@ def session_moments(arms: list[tuple], n_codes: int,
             other sample uses those codes (``cluster_codes`` with ``None`` for that sample):
             the unlabeled moments are then two passes over the predictions (same values as
             the general path up to floating-point summation order). ``codes_u`` is not read.
-        unl_shift: Subtracted from the predictions of singleton unlabeled samples (block by
-            block, so callers need not make a centered copy of them).
+        unl_shift: Subtracted from every unlabeled prediction, block by block while summing
+            (:func:`~pulse_ml.stats.cluster_samples.unlabeled_sample`), so callers need not
+            make a centered copy of them.
         cr2: Scale each cluster's linear sums in the Gram matrix by its CR2 factor
             ``1 / sqrt(1 - h_g)`` within each sample (:func:`_leverage_scale`; Bell & McCaffrey
             2002): a cluster holding a large share of a sample's labels has a residual sum
             shrunk toward 0 by its own pull on the mean, which CR1's common factor does not
             undo. The Gram matrix is then no longer additive over clusters (audits keep
             ``cr2=False``); equal clusters get CR1's ``G / (G - 1)``.
+        prepared: The per-cluster sums of these arms
+            (:func:`~pulse_ml.stats.cluster_samples.arm_samples`), when the caller shares them
+            with :func:`~pulse_ml.stats.cluster_lin.labeled_cluster_lin`; all replications in
+            one chunk then.
 
     Returns:
         Moments with leading axis R (computed in chunks of replications to bound memory).
@@ -361,8 +341,8 @@ def session_moments(arms: list[tuple], n_codes: int,
     r = arms[0][1].shape[0]
     per_rep = sum(arm[1].shape[1] * _N_LAB + arm[5].shape[1] * 3 for arm in arms)
     step = max(1, _CHUNK // max(per_rep, 1))
-    if r <= step:
-        return _one_chunk(arms, n_codes, singleton_unl, unl_shift, cr2)
+    if r <= step or prepared is not None:
+        return _one_chunk(arms, n_codes, singleton_unl, unl_shift, cr2, prepared)
     parts = []
     for start in range(0, r, step):
         sl = slice(start, start + step)

@@ -64,6 +64,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy.stats import t as student_t
 
+from pulse_ml.stats import cluster_moments as cm
 from pulse_ml.stats import effect_engine as engine
 from pulse_ml.stats import half_moments as hm
 from pulse_ml.stats import split_half as sh
@@ -144,10 +145,15 @@ def _builtin_halves(arms, clustered, mask, units, opts) -> list[dict]:
 
 def full_lambda(arms: list[dict], clustered: bool, units: tuple, n_units: int,
                 opts: dict) -> NDArray[np.float64]:
-    """The analysis' own lambdas (control, treatment) on all the data (engine, one solve)."""
-    base, diff = hm.unit_diffs(arms, clustered, units[0], units[1], n_units, "sessions")
-    res = engine.solve(hm.masked(base, diff, np.ones((1, n_units), bool)),
-                       clustered=clustered, **opts)
+    """The analysis' own lambdas (control, treatment) on all the data (engine, one solve).
+
+    All units in = all sessions in: their moments directly (``units``, ``n_units`` unused).
+    """
+    del units, n_units
+    lab_codes, unl_codes, n_codes = hm.variance_codes(arms, clustered)
+    data = [(cl, arm["y"][None], arm["f"][None], arm["w"][None], cu, arm["fu"][None])
+            for arm, cl, cu in zip(arms, lab_codes, unl_codes, strict=True)]
+    res = engine.solve(cm.session_moments(data, n_codes), clustered=clustered, **opts)
     return res.lam[0]
 
 
@@ -190,15 +196,20 @@ def _fixed_lambda_halves(arms: list[dict], clustered: bool, mask: NDArray[np.boo
     cols = [_per_unit(z[a], unit_of, n_units) for a in (0, 1)]
     gram8 = _per_unit((z8[:, :, None] * z8[:, None, :]).reshape(n_codes, 64), unit_of, n_units)
     cnts = _per_unit(np.column_stack([has, has.max(axis=1)]), unit_of, n_units)
+    per_unit = np.concatenate([cols[0], cols[1], gram8, cnts], axis=1)
+    # Half A's sums (B's: the rest); units without a label multiply only their nonzero columns
+    labeled, rest = np.flatnonzero(cnts[:, 2] > 0), np.flatnonzero(cnts[:, 2] == 0)
+    nonzero = np.flatnonzero(np.any(per_unit[rest] != 0, axis=0))
+    half_a = hm.mask_products(mask, per_unit[labeled], labeled)
+    half_a[:, nonzero] += hm.mask_products(mask, per_unit[rest][:, nonzero], rest)
     out = []
-    for half in (mask, ~mask):
-        m = half.astype(float)
-        tot = [m @ cols[0], m @ cols[1]]
-        gram = (m @ gram8).reshape(-1, 8, 8)
-        counts = m @ cnts
+    for sums in (half_a, per_unit.sum(axis=0) - half_a):
+        tot = [sums[:, :5], sums[:, 5:10]]
+        gram = sums[:, 10:74].reshape(-1, 8, 8)
+        counts = sums[:, 74:]
         g_arm, g = counts[:, :2], counts[:, 2]
-        b = np.zeros((m.shape[0], 8))
-        est, est0 = np.zeros(m.shape[0]), np.zeros(m.shape[0])
+        b = np.zeros((mask.shape[0], 8))
+        est, est0 = np.zeros(mask.shape[0]), np.zeros(mask.shape[0])
         ok = (g_arm >= 2).all(axis=1)
         for a, sign in ((0, -1.0), (1, 1.0)):
             t = tot[a]

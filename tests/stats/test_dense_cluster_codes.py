@@ -85,3 +85,16 @@ def test_t_quantiles_and_p_values_equal_scipy_stats():
         expected = 2 * stats.t.sf(np.abs(effect) / se, df)
     expected[se == 0] = np.nan
     np.testing.assert_allclose(p_value(effect, se, df), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint64])
+def test_negative_ids_of_every_integer_width_are_not_taken_as_codes(dtype):
+    # the one-pass check reads ids as unsigned: a negative id must still fail it
+    ids = np.array([3, 1, 0, 2], dtype=dtype)
+    codes, n_codes = cluster_codes([ids, ids[:2]], [4, 2], ["a", "b"])
+    assert n_codes == 4 and codes[0].tolist() == [3, 1, 0, 2]
+    if np.issubdtype(dtype, np.signedinteger):
+        bad = np.array([3, -1, 0, 2], dtype=dtype)
+        codes, n_codes = cluster_codes([bad, ids[:2]], [4, 2], ["a", "b"])
+        assert n_codes == 5  # factorized: five distinct ids, codes in order of appearance
+        assert codes[0].tolist() == [0, 1, 2, 3] and codes[1].tolist() == [0, 4]

@@ -8,11 +8,14 @@ vs naive on the other, two shares) flagged them "too narrow" in 25% +- 5.6% of 6
 on clustered data (true coverage 0.83) and in-sample predictions, as in test_split_half.py.
 """
 
+import itertools
+
 import audit_sims
 import numpy as np
 import pytest
 import validity_sims as sims
 
+from pulse_ml.stats import effect_engine as engine
 from pulse_ml.stats import half_moments as hm
 from pulse_ml.stats.arm_effect import compare_arms
 from pulse_ml.stats.arm_inputs import Arm
@@ -64,9 +67,11 @@ def test_fixed_lambda_halves_equal_a_direct_computation():
     mask = hm.random_halves(np.random.default_rng(0), strata, 4)
     lam = full_lambda(arms, True, (unit_l, unit_u), strata.size, {"weighted": False})
     assert (lam > 0.3).all()
-    half = _fixed_lambda_halves(arms, True, mask, (unit_l, unit_u), lam, False)[0]
-    for r in range(4):
-        keep = mask[r]
+    halves = _fixed_lambda_halves(arms, True, mask, (unit_l, unit_u), lam, False)
+    assert (strata == 0).sum() > 20  # users without labels: their unlabeled sessions split too
+    for r, (half, in_half) in itertools.product(range(4), zip(halves, (mask, ~mask),
+                                                               strict=True)):
+        keep = in_half[r]
         parts, psi = [], {}
         for a, sign in ((0, -1.0), (1, 1.0)):
             kl, ku = keep[arms[a]["user"]], keep[arms[a]["user_unl"]]
@@ -131,3 +136,21 @@ def test_the_bias_check_keeps_its_level_in_small_studies():
     print(f"bias check on {len(flags)} small studies (median {np.median(users):.0f} labeled "
           f"users per arm): flagged {rate:.3f} +- {np.sqrt(rate * (1 - rate) / len(flags)):.3f}")
     assert rate <= 0.06
+
+
+@pytest.mark.parametrize("clusters,weighted", [(True, False), (True, True), (False, False)])
+def test_full_lambda_equals_every_unit_of_the_mask_products(clusters, weighted):
+    # the full data's lambdas from the moments of all sessions = all units switched in
+    (c, t), _ = audit_sims.strong_predictor(4, n_users=200)
+    if weighted:
+        c = Arm(c.y, c.f, c.f_unl, c.users, c.users_unl,
+                np.random.default_rng(1).uniform(0.5, 2.0, np.asarray(c.y).size))
+    arms, _ = hm.prepare_arms(c, t)
+    unit_l, unit_u, strata = _units(arms, clusters)
+    opts = {"weighted": weighted, "small_sample": True, "alpha": 0.05}
+    got = full_lambda(arms, clusters, (unit_l, unit_u), strata.size, opts)
+    base, diff = hm.unit_diffs(arms, clusters, unit_l, unit_u, strata.size, "sessions")
+    every = engine.solve(hm.masked(base, diff, np.ones((1, strata.size), bool)),
+                         clustered=clusters, **opts).lam[0]
+    assert got.any()
+    np.testing.assert_allclose(got, every, rtol=1e-12, atol=1e-14)

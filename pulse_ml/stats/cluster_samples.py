@@ -1,0 +1,190 @@
+"""Per-cluster sums of each sample of a two-arm comparison, read once and shared.
+
+An arm has two samples, its labeled and its unlabeled sessions. Every clustered statistic of
+:mod:`pulse_ml.stats.cluster_moments` (moments, Gram matrix, cluster counts) and of
+:mod:`pulse_ml.stats.cluster_lin` (lambda-noise sums, effective cluster counts) is a function of
+each sample's per-cluster sums, so :func:`arm_samples` computes them once per comparison: one
+count and one weighted ``np.bincount`` per unlabeled sample (the sums of squares only as a
+total), and the labeled columns over the clusters that hold a label.
+
+A sample is kept in one of two layouts (same numbers up to floating-point summation order):
+
+* **touched**: sums over the clusters the sample touches, in code order (``rank`` maps a code to
+  its row); for samples with fewer sessions than codes (labeled samples);
+* **dense**: sums over all codes, untouched clusters holding zeros; for samples with at least
+  as many sessions as codes (a big unlabeled sample). Zero rows add nothing to a Gram block, so
+  products with other samples need no intersection of clusters or gather of ranks.
+
+Unlabeled predictions are centered block by block while they are summed (``unl_shift``), so
+callers pass them as they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["ArmSamples", "Sample", "arm_samples", "bincount", "lab_columns", "leverage_scale",
+           "unlabeled_sample"]
+
+Array = NDArray[np.float64]
+
+DENSE_SHARE = 1.0  # a sample with >= DENSE_SHARE * n_codes sessions is summed over all codes
+N_LAB_COLS = 9  # lab_columns: m, sw, swy, swf, sf, sww, sy, syy, sf^2 (RAW[:9])
+
+
+def bincount(codes: NDArray[np.intp], values: Array, n_codes: int) -> Array:
+    """Per-code sums of ``values`` of shape (R, n) -> (R, n_codes)."""
+    r = values.shape[0]
+    if r == 1:  # one data set (compare_arms): no offset codes to build
+        return np.bincount(codes, weights=values[0], minlength=n_codes)[None, :n_codes]
+    flat = (codes[None, :] + n_codes * np.arange(r)[:, None]).ravel()
+    return np.bincount(flat, weights=values.ravel(), minlength=r * n_codes).reshape(r, n_codes)
+
+
+def lab_columns(y: Array, f: Array, w: Array) -> list[Array]:
+    """The labeled sessions' columns of :data:`~pulse_ml.stats.cluster_moments.RAW` (RAW[:9])."""
+    return [np.ones_like(y), w, w * y, w * f, f, w * w, y, y * y, f * f]
+
+
+def leverage_scale(sums: Array, col: int) -> Array:
+    """CR2 factors ``1 / sqrt(1 - h_g)`` of a sample's clusters, shape (R, G).
+
+    ``h_g`` is the cluster's share of the sample's column ``col`` (labeled: weights, the hat
+    value of a weighted mean; unlabeled: sessions). A cluster holding the whole sample gets 0,
+    like the CR1 factor of a single cluster (the variance floor then takes over). Clusters the
+    sample does not touch (dense layout) have ``h_g = 0``: factor 1 on zero sums.
+    """
+    part = sums[..., col]
+    h = part / np.maximum(part.sum(axis=-1, keepdims=True), 1e-300)
+    return np.where(h < 1.0 - 1e-9, 1.0 / np.sqrt(np.maximum(1.0 - h, 1e-300)), 0.0)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Per-cluster sums of one sample.
+
+    Attributes:
+        present: Clusters the sample touches, shape (n_codes,).
+        sums: Per-cluster sums, shape (R, G, C): G = touched clusters in code order, or all
+            codes when ``dense``. Labeled: the 9 :func:`lab_columns`; unlabeled: (count, sum of
+            predictions).
+        tot: Totals of the sample's RAW columns, shape (R, 9) labeled or (R, 3) unlabeled
+            (count, sum, sum of squares).
+        dense: Whether ``sums`` runs over all codes.
+        rank: Touched layout: the row of each code's cluster in ``sums`` (valid where
+            ``present``); ``None`` when dense.
+    """
+
+    present: NDArray[np.bool_]
+    sums: Array
+    tot: Array
+    dense: bool
+    rank: NDArray[np.intp] | None = None  # touched layout: row of each code (where present)
+
+    @cached_property
+    def codes(self) -> NDArray[np.intp]:
+        """Codes of the touched clusters, in code order (computed once)."""
+        return np.flatnonzero(self.present)
+
+    def rows(self, codes: NDArray[np.intp]) -> Array:
+        """Sums of the given touched clusters, shape (R, len(codes), C)."""
+        return self.sums[:, codes] if self.dense else self.sums[:, self.rank[codes]]
+
+
+def _sample(codes: NDArray[np.intp], cols: list[Array | None], n_codes: int) -> Sample:
+    """Per-cluster sums of ``cols`` (``None``: the session count, a bincount without weights)."""
+    count = np.bincount(codes, minlength=n_codes)
+    present = count > 0
+    r = next(v.shape[0] for v in cols if v is not None)
+    dense = codes.size >= DENSE_SHARE * n_codes
+    rank = None
+    if dense:
+        sums = [np.broadcast_to(count.astype(float), (r, n_codes)) if v is None
+                else bincount(codes, v, n_codes) for v in cols]
+    else:
+        rank = np.cumsum(present) - 1
+        k = int(rank[-1]) + 1 if n_codes else 0
+        ranked = rank[codes]
+        sums = [np.broadcast_to(count[present].astype(float), (r, k)) if v is None
+                else bincount(ranked, v, k) for v in cols]
+    tot = np.stack([v.sum(axis=-1) for v in sums], axis=-1)  # contiguous rows: fast sums
+    return Sample(present, np.stack(sums, axis=-1), tot, dense, rank)
+
+
+def labeled_sample(codes: NDArray[np.intp], y: Array, f: Array, w: Array, n_codes: int
+                   ) -> Sample:
+    """The labeled sessions' :func:`lab_columns` per cluster (values of shape (R, n))."""
+    return _sample(codes, lab_columns(y, f, np.broadcast_to(w, y.shape)), n_codes)
+
+
+_SPAN = 1 << 18  # fewest values per block of a centered pass over unlabeled predictions
+
+
+def unlabeled_sample(codes: NDArray[np.intp], fu: Array, n_codes: int, shift: float = 0.0
+                     ) -> Sample:
+    """Session count and sum of ``fu - shift`` per cluster; the sum of squares as a total.
+
+    ``fu - shift`` (centering against cancellation) is formed a block of sessions at a time
+    and each block's per-cluster sums and sum of squares are added up: no full-size centered
+    copy is written and read back (at 10^6 sessions that costs as much as a bincount). A block
+    holds at least 4x as many sessions as there are clusters, so adding its sums costs little;
+    a sample of up to :data:`_SPAN` sessions is one block.
+    """
+    count = np.bincount(codes, minlength=n_codes)
+    present = count > 0
+    dense = codes.size >= DENSE_SHARE * n_codes
+    rank = None if dense else np.cumsum(present) - 1
+    k = n_codes if dense else (int(rank[-1]) + 1 if n_codes else 0)
+    keys = codes if dense else rank[codes]
+    r, n = fu.shape
+    su, squares = np.zeros((r, k)), np.zeros(r)
+    span = max(_SPAN, 4 * k)
+    for start in range(0, n, span):
+        d = fu[:, start : start + span] - shift
+        su += bincount(keys[start : start + span], d, k)
+        squares += np.einsum("rn,rn->r", d, d)  # numpy's SIMD loop: no BLAS thread wake-up
+    m = count.astype(float) if dense else count[present].astype(float)
+    tot = np.column_stack([np.full(r, m.sum()), su.sum(axis=-1), squares])
+    return Sample(present, np.stack([np.broadcast_to(m, (r, k)), su], axis=-1), tot, dense,
+                  rank)
+
+
+@dataclass(frozen=True)
+class ArmSamples:
+    """The four samples of a comparison, on codes renumbered when a sample is singleton.
+
+    Attributes:
+        arms: The arms as :func:`~pulse_ml.stats.cluster_moments.session_moments` takes them,
+            their codes renumbered ``0..n_codes-1`` when a singleton sample's codes were dropped.
+        n_codes: Number of codes of ``arms``.
+        samples: Labeled control, unlabeled control, labeled treatment, unlabeled treatment;
+            ``None`` for a singleton unlabeled sample (its sessions are their own clusters).
+    """
+
+    arms: list[tuple]
+    n_codes: int
+    samples: list[Sample | None]
+
+
+def arm_samples(arms: list[tuple], n_codes: int,
+                singleton_unl: tuple[bool, bool] = (False, False),
+                unl_shift: float = 0.0) -> ArmSamples:
+    """Per-cluster sums of every sample of two arms (arguments as ``session_moments``)."""
+    if any(singleton_unl):  # the other samples' codes, renumbered 0..k-1 (same clusters)
+        used = [arm[0] for arm in arms] + [arm[4] for a, arm in enumerate(arms)
+                                           if not singleton_unl[a]]
+        uniq = np.unique(np.concatenate(used))
+        n_codes = uniq.size
+        arms = [(np.searchsorted(uniq, cl), y, f, w,
+                 cu if singleton_unl[a] else np.searchsorted(uniq, cu), fu)
+                for a, (cl, y, f, w, cu, fu) in enumerate(arms)]
+    samples: list[Sample | None] = []
+    for a, (cl, y, f, w, cu, fu) in enumerate(arms):
+        samples.append(labeled_sample(cl, y, f, w, n_codes))
+        samples.append(None if singleton_unl[a] else unlabeled_sample(cu, fu, n_codes,
+                                                                      unl_shift))
+    return ArmSamples(arms, n_codes, samples)
