@@ -143,11 +143,13 @@ def log_model(ensemble, example: pd.DataFrame, metrics: Mapping[str, float] | No
     import mlflow
     from mlflow.models import infer_signature
 
+    from pulse_ml.registry.pip_check import cheap_requirement_check
     from pulse_ml.registry.pyfunc import PulseSatisfactionModel
 
     timed = bool(ensemble.features.history) and "started_at" in example
     example = example[ensemble.features.input_names].head(5).reset_index(drop=True)
-    with warnings.catch_warnings(), tempfile.TemporaryDirectory() as tmp:
+    with warnings.catch_warnings(), tempfile.TemporaryDirectory() as tmp, \
+            cheap_requirement_check():  # no scan of every installed package (issue 25)
         # counts and flags are integers by contract: no NaN to encode
         warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer")
         signature = infer_signature(example, ensemble.predict(example))
