@@ -66,6 +66,8 @@ FOLD_PEARSON = "fold_pearson"
 FOLD_METRICS = (FOLD_MSE, FOLD_MAE, FOLD_PEARSON)
 RUNNING_PREFIX = "running_"        # + objective: the running objective per fold of a trial
 TRIAL_OBJECTIVE = "objective"      # metric of a COMPLETE trial run: the value the study optimizes
+HISTORY_PREFIX = "trials_"         # + objective: a family run's step series, one step per trial
+BEST_SO_FAR_PREFIX = "best_so_far_"  # + objective: the study's best value up to each trial
 
 
 def fold_metric(score: str, fold: int) -> str:

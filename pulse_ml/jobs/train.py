@@ -59,7 +59,7 @@ from pulse_ml.training.promotion_rule import RULES, decide
 from pulse_ml.training.report import TrainResult
 from pulse_ml.training.samplers import PRUNERS, SAMPLERS, checked_sampler, pruner_in_use
 from pulse_ml.training.selection import TrainingSelection, parse_trained_before, select_training
-from pulse_ml.training.study_files import study_files
+from pulse_ml.training.study_files import history_steps, study_files
 from pulse_ml.training.tuning import OBJECTIVES, TuningSettings
 
 PROMOTE_MODES = {"auto": "move the alias when the promotion rule says so",
@@ -144,7 +144,8 @@ def tuning_settings(cfg: Node, verb: str = "train") -> TuningSettings:
         group_by_user=choice(cfg, "cv.group_by", verb, GROUP_MODES) == "user_id",
         prune=pruner != "none", pruner=pruner,
         sampler=checked_sampler(choice(cfg, "tuning.sampler", verb, SAMPLERS), verb),
-        sampler_seed=number(cfg, "tuning.sampler_seed", verb, integer=True, optional=True))
+        sampler_seed=number(cfg, "tuning.sampler_seed", verb, integer=True, optional=True),
+        plots=flag(cfg, "tuning.plots", verb, False))
 
 
 def _register_mode(cfg: Node, verb: str) -> str:
@@ -262,7 +263,7 @@ def train_family(table: SessionTable, spec: ModelSpec, job: TrainSettings) -> Tr
         red = float(expected_ci_reduction_at_ratio(r, n_unl / max(n_lab, 1)))
         red_ref = float(expected_ci_reduction_at_ratio(r, job.ci_ratio))
         with tempfile.TemporaryDirectory() as tmp:
-            files = study_files(fit, objective, Path(tmp) / "study")
+            files = study_files(fit, objective, Path(tmp) / "study", plots=tuning.plots)
             _log_fit(fit, tuning, job.config_yaml, with_users(fit.ensemble.oof, fit.labeled),
                      files, {keys.EXPECTED_CI_REDUCTION: 100 * red,
                              keys.EXPECTED_CI_REDUCTION_REF: 100 * red_ref}, n_unl)
@@ -352,7 +353,7 @@ def _log_fit(fit: FamilyFit, tuning: TuningSettings, config_yaml: str, oof: pd.D
         metrics={**m.as_dict(), keys.TUNING_TIME: fit.seconds, **extra_metrics},
         fold_metrics={keys.FOLD_MSE: list(m.fold_mse), keys.FOLD_MAE: list(m.fold_mae),
                       keys.FOLD_PEARSON: list(m.fold_pearson)},
-        config_yaml=config_yaml, oof=oof, files=files)
+        config_yaml=config_yaml, oof=oof, files=files, steps=history_steps(fit, tuning.objective))
 
 
 def summary(result: TrainResult) -> str:

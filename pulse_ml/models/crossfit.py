@@ -148,6 +148,7 @@ def fit_crossfit(
     folds: np.ndarray,
     features: FeatureSet,
     family: str,
+    fitted: list | None = None,
 ) -> CrossFitEnsemble:
     """Fit one pipeline per fold and collect out-of-fold predictions.
 
@@ -158,13 +159,16 @@ def fit_crossfit(
         folds: Fold index per row (0..k-1).
         features: Feature set.
         family: Family name recorded in the ensemble.
+        fitted: The fold models already fitted on exactly these folds (fold order), e.g. by
+            the tuning trial being refit: used as they are instead of fitting again.
     """
     X = feature_frame(frame, features)
     oof = np.empty(len(y))
     models = []
-    for k in np.unique(folds):
+    for i, k in enumerate(np.unique(folds)):
         test = folds == k
-        model = pipeline_factory().fit(X[~test], y[~test])
+        model = (fitted[i] if fitted is not None
+                 else pipeline_factory().fit(X[~test], y[~test]))
         oof[test] = model.predict(X[test])
         models.append(model)
     table = pd.DataFrame(

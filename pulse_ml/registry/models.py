@@ -143,11 +143,13 @@ def log_model(ensemble, example: pd.DataFrame, metrics: Mapping[str, float] | No
     import mlflow
     from mlflow.models import infer_signature
 
+    from pulse_ml.registry.pip_check import cheap_requirement_check
     from pulse_ml.registry.pyfunc import PulseSatisfactionModel
 
     timed = bool(ensemble.features.history) and "started_at" in example
     example = example[ensemble.features.input_names].head(5).reset_index(drop=True)
-    with warnings.catch_warnings(), tempfile.TemporaryDirectory() as tmp:
+    with warnings.catch_warnings(), tempfile.TemporaryDirectory() as tmp, \
+            cheap_requirement_check():  # no scan of every installed package (issue 25)
         # counts and flags are integers by contract: no NaN to encode
         warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer")
         signature = infer_signature(example, ensemble.predict(example))
@@ -195,12 +197,12 @@ def register_version(logged: LoggedModel, version_tags: Mapping[str, str],
 
     from pulse_ml.keys import REGISTERED_MODEL_DESCRIPTION
 
+    tags = {key: redact_text(str(value)) for key, value in version_tags.items()}
     with contextlib.redirect_stderr(io.StringIO()):  # MLflow prints "Created version ..."
-        mv = mlflow.register_model(logged.model_uri, REGISTERED_MODEL)
+        # the tags in the version's one write (not one write per tag)
+        mv = mlflow.register_model(logged.model_uri, REGISTERED_MODEL, tags=tags or None)
     version = str(mv.version)
     c = client()
-    for key, value in version_tags.items():
-        c.set_model_version_tag(REGISTERED_MODEL, version, key, redact_text(str(value)))
     if description:
         c.update_model_version(REGISTERED_MODEL, version, description=description)
     if (c.get_registered_model(REGISTERED_MODEL).description or "") != (

@@ -157,12 +157,14 @@ def log_metrics(metrics: Mapping[str, float]) -> None:
 def log_family_run(*, run_name: str, tags: Mapping[str, str], params: Mapping[str, object],
                    metrics: Mapping[str, float], fold_metrics: Mapping[str, list[float]],
                    config_yaml: str, oof: pd.DataFrame,
-                   files: list[Path] | None = None) -> None:
+                   files: list[Path] | None = None,
+                   steps: Mapping[str, Mapping[int, float]] | None = None) -> None:
     """Log params, metrics (pooled + one per fold), config, OOF and files to the active run.
 
     Per-fold values are one metric per fold (``fold_mse_0`` ... ``fold_mse_<k-1>``: a step
     series would show its last fold in the runs table, beside and unlike the pooled
-    ``cv_mse``) and also a ``folds.csv`` table with one row per fold.
+    ``cv_mse``) and also a ``folds.csv`` table with one row per fold. ``steps`` are step
+    series (``key -> {step: value}``, e.g. the objective per trial), written in the same batch.
     """
     import mlflow
     from mlflow.entities import Metric
@@ -175,6 +177,8 @@ def log_family_run(*, run_name: str, tags: Mapping[str, str], params: Mapping[st
     per_fold = [Metric(keys.fold_metric(key, fold), float(v), now, 0)
                 for key, values in fold_metrics.items() for fold, v in enumerate(values)
                 if np.isfinite(float(v))]
+    per_fold += [Metric(key, float(v), now, int(step)) for key, series in (steps or {}).items()
+                 for step, v in series.items() if v is not None and np.isfinite(float(v))]
     if per_fold:
         client().log_batch(run_id, metrics=per_fold)
     mlflow.log_text(config_yaml, "config.yaml")

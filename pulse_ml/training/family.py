@@ -175,7 +175,8 @@ def tune_family(table: SessionTable, spec: ModelSpec, tuning: TuningSettings,
     best = study.best_trial
     with threadpool_limits(limits=1):  # same threading as the trials: same numbers
         ensemble = fit_crossfit(lambda: build_pipeline(spec, features, best.params),
-                                labeled, y, folds, features, spec.name)
+                                labeled, y, folds, features, spec.name,
+                                fitted=objective.best_models(best.number))
     metrics = cv_metrics(y, ensemble.oof["prediction"].to_numpy(), folds)
     free = selection_free(labeled, y, folds, complete, best, ensemble.oof, tuning.objective)
     seconds = time.perf_counter() - start

@@ -31,6 +31,9 @@ OBJECTIVES = {keys.CV_MSE: "minimize", keys.CV_PEARSON: "maximize"}
 class TuningSettings:
     """How to tune: trials, time, storage, parallel workers, objective, sampler, pruner, seeds.
 
+    ``plots``: also draw the optimization history and the importances as PNG files of the
+    family run (their CSV/JSON and the run's per-trial step series are always logged).
+
     ``sampler``/``pruner`` are keys of :data:`~pulse_ml.training.samplers.SAMPLERS` and
     :data:`~pulse_ml.training.samplers.PRUNERS`; ``prune=False`` turns pruning off whatever
     ``pruner`` says (:attr:`pruner_used`).
@@ -50,6 +53,7 @@ class TuningSettings:
     sampler_seed: int | None = None
     sampler: str = "tpe"
     pruner: str = "median"
+    plots: bool = False  # draw the study's PNG plots (matplotlib, ~0.5 s CPU per family)
 
     @property
     def tpe_seed(self) -> int:
@@ -85,6 +89,32 @@ class CVObjective:
         self.objective = objective
         self.prune = prune
         self._masks = [folds == k for k in np.unique(folds)]
+        self._best: tuple[float, int, list] | None = None  # (value, trial number, fold models)
+
+    def __getstate__(self) -> dict:
+        """Pickled for worker processes without the kept fold models (each keeps its own)."""
+        return {**self.__dict__, "_best": None}
+
+    def best_models(self, number: int) -> list | None:
+        """The fold models of trial ``number`` if this process ran it and it was its best.
+
+        The train job refits the study's best trial from them without fitting again (the
+        same fits: same data, folds, parameters and single-threaded run); None when another
+        worker or an earlier invocation ran it (then it is refit).
+        """
+        return self._best[2] if self._best is not None and self._best[1] == number else None
+
+    def _keep(self, number: int, value: float, models: list) -> None:
+        """Keep ``models`` when ``value`` is strictly better than this process's best so far.
+
+        Strictly: on a tie Optuna's best trial is the earlier one, whose models are kept.
+        """
+        if not np.isfinite(value):
+            return
+        better = self._best is None or (value < self._best[0] if self.objective == keys.CV_MSE
+                                        else value > self._best[0])
+        if better:
+            self._best = (value, number, models)
 
     def __call__(self, trial) -> float:
         """Cross-validate one hyper-parameter sample; returns the objective value.
@@ -109,10 +139,12 @@ class CVObjective:
 
         params = suggest(trial, self.spec.search_space)
         oof = np.empty_like(self.y)
+        models = []
         for k, test in enumerate(self._masks):
             model = build_pipeline(self.spec, self.features, params)
             model.fit(self.X[~test], self.y[~test])
             oof[test] = model.predict(self.X[test])
+            models.append(model)
             if self.prune:
                 seen = np.logical_or.reduce(self._masks[: k + 1])
                 running = (float(np.mean((oof[seen] - self.y[seen]) ** 2))
@@ -126,7 +158,9 @@ class CVObjective:
         trial.set_user_attr(keys.FOLD_MAE, list(metrics.fold_mae))
         trial.set_user_attr(keys.FOLD_PEARSON, list(metrics.fold_pearson))
         trial.set_user_attr(PREDICTIONS_ATTR, pack_predictions(oof))  # training/nested.py
-        return metrics.mse if self.objective == keys.CV_MSE else metrics.pearson
+        value = metrics.mse if self.objective == keys.CV_MSE else metrics.pearson
+        self._keep(trial.number, value, models)
+        return value
 
 
 def _storage(url: str | None):

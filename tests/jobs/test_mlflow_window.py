@@ -71,7 +71,7 @@ def test_noise_level_gain_kept_by_significant_promoted_by_better(small_demo, pul
 
 
 def test_descriptions_dataset_inputs_and_version_links(small_demo, pulse_home, capsys):
-    res = _train(small_demo, "model=lightgbm")
+    res = _train(small_demo, "model=lightgbm", "tuning.plots=true")
     out = capsys.readouterr().out
     client = mlflow.MlflowClient()
     run = client.get_run(res.run_id)
@@ -89,6 +89,11 @@ def test_descriptions_dataset_inputs_and_version_links(small_demo, pulse_home, c
     assert {t.key: t.value for t in ds.tags}["mlflow.data.context"] == "training"
     arts = {a.path for a in client.list_artifacts(res.run_id, "study")}
     assert {"study/optimization_history.png", "study/optimization_history.csv"} <= arts
+    history = pd.read_csv(client.download_artifacts(res.run_id, "study/optimization_history.csv"))
+    done = history[history["state"] == "COMPLETE"]  # the UI's chart of the same history
+    series = client.get_metric_history(res.run_id, keys.HISTORY_PREFIX + "cv_mse")
+    assert sorted((m.step, m.value) for m in series) == list(zip(done["number"], done["value"],
+                                                                 strict=True))
     mv = client.get_model_version("pulse-satisfaction", res.version)
     assert mv.description.startswith("lightgbm on feature set all: out-of-fold MSE")
     assert f"- {keys.EXPECTED_CI_REDUCTION}: {100 * res.ci_reduction:.2f}" in mv.description

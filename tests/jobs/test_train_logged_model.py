@@ -35,6 +35,10 @@ def test_unregistered_run_logs_no_model_but_keeps_its_predictions(small_demo, pu
     assert "cv_mse" in run.data.metrics  # the run itself is complete
     arts = {a.path for a in mlflow.MlflowClient().list_artifacts(res.run_id)}
     assert any("oof" in a for a in arts), arts  # out-of-fold predictions stay in the run
+    study = {a.path for a in mlflow.MlflowClient().list_artifacts(res.run_id, "study")}
+    assert study == {"study/optimization_history.csv"}  # tuning.plots=false: no PNG drawn
+    series = mlflow.MlflowClient().get_metric_history(res.run_id, "best_so_far_cv_mse")
+    assert [(m.step, m.value) for m in series] == [(0, run.data.metrics["cv_mse"])]
 
 
 def test_registered_run_logs_its_model(small_demo, pulse_home):
