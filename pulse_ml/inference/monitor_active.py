@@ -26,9 +26,9 @@ from pulse_ml.errors import PulseError
 from pulse_ml.inference.active import (
     NO_RESPONSE_Z,
     RESPONSE_CLIP,
-    _design,
-    _fit_response,
     features_matter,
+    fit_response,
+    response_design,
     response_probability,
 )
 from pulse_ml.inference.monitor_looks import MonitorData
@@ -92,7 +92,7 @@ def _predictable(x: NDArray, rated: NDArray, pi: NDArray, look: NDArray, users: 
             out[first] = response_probability(x[first], rated[first], pi[first], users[first],
                                               seed=seed)
         except PulseError:  # one user at the first look: one response rate for it
-            b0 = _fit_response(x[first][:, :0], rated[first], pi[first], c=1.0)[0]
+            b0 = fit_response(x[first][:, :0], rated[first], pi[first], c=1.0)[0]
             out[first] = np.clip(expit(b0), RESPONSE_CLIP, 1.0)
     for k in np.unique(look[look > 0]):
         train, new = look < k, look == k
@@ -104,10 +104,10 @@ def _predictable(x: NDArray, rated: NDArray, pi: NDArray, look: NDArray, users: 
             continue  # no evidence that anyone asked did not answer: r = 1
         x_tr, x_new = _rank_scaled(x[train], x[new])
         if features_matter(x_tr, rated[train], pi[train]):
-            beta = _fit_response(x_tr, rated[train], pi[train], c=1.0)
+            beta = fit_response(x_tr, rated[train], pi[train], c=1.0)
             out[new] = expit(beta[0] + x_new @ beta[1:])
         else:
-            out[new] = expit(_fit_response(x_tr[:, :0], rated[train], pi[train], c=1.0)[0])
+            out[new] = expit(fit_response(x_tr[:, :0], rated[train], pi[train], c=1.0)[0])
     return np.clip(out, RESPONSE_CLIP, 1.0)
 
 
@@ -146,8 +146,8 @@ def weigh_requested(table: SessionTable, data: MonitorData, result: MonitorResul
             continue
         picked.append(g)
         in_study = np.zeros(len(frame), dtype=bool)
-        in_study[data.rows[m]] = True  # rows of a group are in file order: _design's order
-        x = _design(table, in_study, data.arm[m] == 1)
+        in_study[data.rows[m]] = True  # a group's rows in file order (response_design's)
+        x = response_design(table, in_study, data.arm[m] == 1)
         r_hat = predictable_response(x, data.labeled[m], pi_rows[m], data.look[m],
                                      user_codes[m], seed=settings.seed)
         weights[m] = 1.0 / (pi_rows[m] * r_hat)
