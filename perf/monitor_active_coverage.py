@@ -1,6 +1,7 @@
 """Time-uniform coverage of `monitor`'s active PPI++ sequences (request_prob), seeded.
 
 Run: nice -n 10 /work/venv/bin/python perf/monitor_active_coverage.py --reps 2000
+Strong predictor, few labels (no lambda-noise term needed?): add --strength 1.5 --budget 0.03
 
 The design of tests/support/monitor_active_sim.py: ~1000 users with Pareto session counts
 (~5,600 sessions), randomized by user, skewed 1-5 stars, a treatment effect larger on hard
@@ -39,12 +40,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reps", type=int, default=2000)
     p.add_argument("--check-reps", type=int, default=300, help="replications of the checks")
     p.add_argument("--looks", type=int, default=10)
+    p.add_argument("--strength", type=float, default=0.0,
+                   help="predictor strength (1.5: correlation ~0.79 with the stars)")
+    p.add_argument("--budget", type=float, default=0.15, help="expected share asked")
+    p.add_argument("--weights", default="predictable,oracle,uniform,pi_only",
+                   help="comma-separated weight variants to run")
     args = p.parse_args(argv)
-    print(f"true arm difference {true_effect():.4f}; looks {args.looks}")
-    for weights, reps in (("predictable", args.reps), ("oracle", args.reps),
-                          ("uniform", args.check_reps), ("pi_only", args.check_reps)):
+    print(f"true arm difference {true_effect():.4f}; looks {args.looks}; strength "
+          f"{args.strength}; budget {args.budget}")
+    kw = dict(looks=args.looks, strength=args.strength, budget=args.budget)
+    for weights in args.weights.split(","):
+        reps = args.reps if weights in ("predictable", "oracle") else args.check_reps
         t0 = time.process_time()
-        df = pd.DataFrame([one_replication(s, weights, looks=args.looks) for s in range(reps)])
+        df = pd.DataFrame([one_replication(s, weights, **kw) for s in range(reps)])
         cpu = time.process_time() - t0
         print(f"weights={weights} ({reps} reps, {df['sessions'].mean():.0f} sessions, "
               f"{df['rated'].mean():.0f} rated on average; {cpu / reps:.2f} CPU s per rep):")
@@ -54,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
                   f" (all-label effect {_share(df[f'{name}_covers_all_allabel'])}); last fixed"
                   f" interval {_share(df[f'{name}_ci_covers_last'])}; last error "
                   f"{err.mean():+.4f} ± {err.std() / np.sqrt(len(err)):.4f}; last sequence "
-                  f"width {df[f'{name}_width_last'].mean():.3f}")
+                  f"width {df[f'{name}_width_last'].mean():.3f}; last lambda (treatment) "
+                  f"{df[f'{name}_lambda_last'].mean():.2f}")
     return 0
 
 

@@ -120,7 +120,7 @@ def _varying(pi: NDArray, arm: NDArray) -> bool:
 
 
 def weigh_requested(table: SessionTable, data: MonitorData, result: MonitorResult, settings,
-                    days: NDArray) -> tuple[MonitorResult, tuple[str, ...]]:
+                    days: NDArray) -> tuple[MonitorResult, tuple[str, ...], tuple[int, ...]]:
     """The monitor's result with every case study asked by varying ``request_prob`` weighted.
 
     Args:
@@ -131,12 +131,13 @@ def weigh_requested(table: SessionTable, data: MonitorData, result: MonitorResul
         days: Look times per case study (days since day 1), (studies, looks).
 
     Returns:
-        The result with the rows of weighted case studies replaced (the others untouched), and
-        per arm a note: asked (sum of request_prob), rated, estimated response, weights.
+        The result with the rows of weighted case studies replaced (the others untouched), per
+        arm a note: asked (sum of request_prob), rated, estimated response, weights; and the
+        indices of the weighted case studies.
     """
     frame = table.frame
     if REQUEST_PROB not in frame.columns:
-        return result, ()
+        return result, (), ()
     pi_rows = frame[REQUEST_PROB].to_numpy(float)[data.rows]
     user_codes = pd.factorize(frame["user_id"])[0][data.rows]
     picked, weights, notes = [], np.ones(data.rows.size), []
@@ -164,7 +165,7 @@ def weigh_requested(table: SessionTable, data: MonitorData, result: MonitorResul
                 f"{w.max():.1f}. Monitored by active PPI++ (naive = inverse-probability "
                 "weighted), cluster-robust by user.")
     if not picked:
-        return result, ()
+        return result, (), ()
     sel = np.isin(data.group, picked)
     res_w = weighted_monitor(
         data.arm[sel], data.labeled[sel], data.rating[sel], data.prediction[sel],
@@ -186,4 +187,4 @@ def weigh_requested(table: SessionTable, data: MonitorData, result: MonitorResul
     burn = result.burn_in_look.copy()
     burn[picked] = res_w.burn_in_look
     return replace(result, table=table_out, stops=stops, target_labels=t_star,
-                   burn_in_look=burn), tuple(notes)
+                   burn_in_look=burn), tuple(notes), tuple(picked)
