@@ -279,7 +279,8 @@ def monitor(table: SessionTable, predictions: np.ndarray,
         lambda_rule=settings.lambda_rule,  # type: ignore[arg-type]
         min_units_per_arm=settings.min_units_per_arm, groups=data.group)
     # case studies asked by varying request_prob: active PPI++ with predictable weights
-    result, active_notes, weighted = weigh_requested(table, data, result, settings, days)
+    result, active_notes, active_warns, weighted = weigh_requested(table, data, result,
+                                                                   settings, days)
     t_star = result.target_labels
     frame = _frame(result.table, data)
     stops = _stop_frame(result.stops, data)
@@ -309,7 +310,8 @@ def monitor(table: SessionTable, predictions: np.ndarray,
                       targets, tuple(notes),
                       tuple(few_effective_users(result, data, settings.clusters)
                             + time_drift(result, data, weighted)
-                            + joint_lambda_not_applied(data, weighted, settings.lambda_rule)))
+                            + joint_lambda_not_applied(data, weighted, settings.lambda_rule)
+                            + list(active_warns)))
 
 
 def _calendar(data: MonitorData, group: np.ndarray, look: np.ndarray) -> tuple[list, list]:

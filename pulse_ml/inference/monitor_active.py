@@ -37,7 +37,7 @@ from pulse_ml.sessions.table import SessionTable
 from pulse_ml.stats.sequential.monitor import MonitorResult
 from pulse_ml.stats.sequential.weighted import weighted_monitor
 
-__all__ = ["predictable_response", "weigh_requested"]
+__all__ = ["predictable_response", "response_drift", "weigh_requested"]
 
 
 def _rank_scaled(train: NDArray, apply: NDArray) -> tuple[NDArray, NDArray]:
@@ -111,6 +111,36 @@ def _predictable(x: NDArray, rated: NDArray, pi: NDArray, look: NDArray, users: 
     return np.clip(out, RESPONSE_CLIP, 1.0)
 
 
+# The response check warns when the sessions after the first look answered this many
+# user-clustered s.e. above or below what the earlier looks' response models predicted
+# (measured on tests/support/monitor_active_sim.py: a null 5-95% range of about -2.4 to +2.6,
+# the estimated models' own noise included; answering whose logit falls by 5 over the test
+# gives about -7).
+RESPONSE_DRIFT_Z = 3.5
+
+
+def response_drift(rated: NDArray, pi: NDArray, r_hat: NDArray, look: NDArray,
+                   users: NDArray) -> tuple[float, float, float]:
+    """Answers of the sessions after the first look against the response models' prediction.
+
+    Args:
+        rated: Whether each session has a rating.
+        pi: ``request_prob`` per session.
+        r_hat: The predictable response probability (:func:`predictable_response`).
+        look: First look (0-based) at which each session is visible.
+        users: User codes (the s.e. is clustered by user).
+
+    Returns:
+        Rated count, expected count ``sum pi r_hat`` and the z score of their difference, over
+        the sessions of looks >= 1 (whose response rate came from earlier looks only).
+    """
+    m = look > 0
+    res = rated[m] - pi[m] * r_hat[m]
+    var = float((np.bincount(users[m], weights=res) ** 2).sum())
+    z = float(res.sum() / np.sqrt(var)) if var > 0 else 0.0
+    return float(rated[m].sum()), float((pi[m] * r_hat[m]).sum()), z
+
+
 def _varying(pi: NDArray, arm: NDArray) -> bool:
     """Whether request_prob differs within an arm (uniform asking is today's analysis)."""
     if not np.isfinite(pi).all():
@@ -120,7 +150,8 @@ def _varying(pi: NDArray, arm: NDArray) -> bool:
 
 
 def weigh_requested(table: SessionTable, data: MonitorData, result: MonitorResult, settings,
-                    days: NDArray) -> tuple[MonitorResult, tuple[str, ...], tuple[int, ...]]:
+                    days: NDArray) -> tuple[MonitorResult, tuple[str, ...], tuple[str, ...],
+                                            tuple[int, ...]]:
     """The monitor's result with every case study asked by varying ``request_prob`` weighted.
 
     Args:
@@ -132,15 +163,16 @@ def weigh_requested(table: SessionTable, data: MonitorData, result: MonitorResul
 
     Returns:
         The result with the rows of weighted case studies replaced (the others untouched), per
-        arm a note: asked (sum of request_prob), rated, estimated response, weights; and the
-        indices of the weighted case studies.
+        arm a note: asked (sum of request_prob), rated, estimated response, weights; warnings
+        (answering that changed over the test, :func:`response_drift`); and the indices of the
+        weighted case studies.
     """
     frame = table.frame
     if REQUEST_PROB not in frame.columns:
-        return result, (), ()
+        return result, (), (), ()
     pi_rows = frame[REQUEST_PROB].to_numpy(float)[data.rows]
     user_codes = pd.factorize(frame["user_id"])[0][data.rows]
-    picked, weights, notes = [], np.ones(data.rows.size), []
+    picked, weights, notes, warns = [], np.ones(data.rows.size), [], []
     for g, study in enumerate(data.studies):
         m = data.group == g
         if not _varying(pi_rows[m], data.arm[m]):
@@ -152,6 +184,10 @@ def weigh_requested(table: SessionTable, data: MonitorData, result: MonitorResul
         r_hat = predictable_response(x, data.labeled[m], pi_rows[m], data.look[m],
                                      user_codes[m], seed=settings.seed)
         weights[m] = 1.0 / (pi_rows[m] * r_hat)
+        got, expected, z = response_drift(data.labeled[m], pi_rows[m], r_hat, data.look[m],
+                                          user_codes[m])
+        if abs(z) >= RESPONSE_DRIFT_Z:
+            warns.append((g, got, expected, z))
         for role, a, cond in (("control", 0, study.control), ("treatment", 1, study.treatment)):
             arm_m = data.arm[m] == a
             lab = arm_m & data.labeled[m]
@@ -165,7 +201,7 @@ def weigh_requested(table: SessionTable, data: MonitorData, result: MonitorResul
                 f"{w.max():.1f}. Monitored by active PPI++ (naive = inverse-probability "
                 "weighted), cluster-robust by user.")
     if not picked:
-        return result, (), ()
+        return result, (), (), ()
     sel = np.isin(data.group, picked)
     res_w = weighted_monitor(
         data.arm[sel], data.labeled[sel], data.rating[sel], data.prediction[sel],
@@ -174,6 +210,20 @@ def weigh_requested(table: SessionTable, data: MonitorData, result: MonitorResul
         target_labels=settings.target_labels, horizon=settings.horizon_days,
         look_times=days[picked], min_units_per_arm=settings.min_units_per_arm,
         groups=data.group[sel], seed=settings.seed)
+    warnings = []
+    for g, got, expected, z in warns:
+        k = len(data.cutoffs[g]) - 1  # the case study's last own look, PPI++ row
+        last = res_w.table[res_w.table["group"] == g].iloc[2 * k + 1]
+        warnings.append(
+            f"case study '{data.studies[g].name}': answering changed over the test: after the "
+            f"first look {got:.0f} sessions rated where the response models of the earlier "
+            f"looks expected {expected:.0f} (z = {z:+.1f}, clustered by user). Each look's "
+            "response rate comes from earlier looks, so the weights 1/(request_prob x response)"
+            " of later sessions are off and this case study's effects and intervals can be "
+            "biased (a response rate falling over the test: the last fixed interval covered "
+            f"0.76 in simulation). The PPI++ effect {last['effect']:+.3f} reads "
+            f"{last['window_effect']:+.3f} with each day's weights scaled to its sessions (less "
+            "biased there). Keep the rating prompt and its timing the same over the test.")
     table_out, stops = result.table.copy(), result.stops.copy()
     for old, new in ((table_out, res_w.table), (stops, res_w.stops)):
         rows = np.isin(old["group"].to_numpy(), picked)
@@ -187,4 +237,4 @@ def weigh_requested(table: SessionTable, data: MonitorData, result: MonitorResul
     burn = result.burn_in_look.copy()
     burn[picked] = res_w.burn_in_look
     return replace(result, table=table_out, stops=stops, target_labels=t_star,
-                   burn_in_look=burn), tuple(notes), tuple(picked)
+                   burn_in_look=burn), tuple(notes), tuple(warnings), tuple(picked)

@@ -80,6 +80,30 @@ def test_varying_request_prob_weights_its_case_study_only():
     arm_rule = monitor(validate_frame(frame.assign(request_prob=pi), "sessions.csv", FEATURES, {}),
                        frame["x"].to_numpy(), MonitorSettings(lambda_rule="arm"), now=NOW)
     assert not [w for w in arm_rule.warnings if "lambda_rule" in w]
+    assert not [w for w in asked.warnings if "answering changed" in w]
+    # answering that falls over the test (late ratings dropped): the response check warns
+    days = (frame["started_at"] - START).dt.days.to_numpy()
+    drop = rng.random(len(frame)) < np.clip((days - 1) / 4, 0, 1)
+    fell = frame.assign(request_prob=pi, rating=frame["rating"].where(~drop | (pi == 0.4)))
+    warned = [w for w in _run(fell).warnings if "answering changed" in w]
+    assert len(warned) == 1 and "'cs0'" in warned[0], warned
+
+
+def test_response_check_flags_a_trend_in_answering_not_its_absence():
+    """Answering whose logit falls by 5 over the test is flagged; stable answering is not."""
+    from pulse_ml.inference.monitor_active import RESPONSE_DRIFT_Z, response_drift
+
+    def fires(**kw):
+        out = []
+        for seed in range(25):
+            d = simulate(seed, n_users=600, **kw)
+            r = predictable_response(d["x"], d["rated"], d["pi"], d["look"], d["users"], seed)
+            out.append(abs(response_drift(d["rated"], d["pi"], r, d["look"],
+                                          d["users"])[2]) >= RESPONSE_DRIFT_Z)
+        return float(np.mean(out))
+
+    assert fires(response_trend=5.0) >= 0.8
+    assert fires() <= 0.08 and fires(ask_trend=2.3) <= 0.08  # at most 2 of 25
 
 
 def test_response_rates_of_a_look_come_from_earlier_looks_only():
