@@ -113,9 +113,9 @@ def _predictable(x: NDArray, rated: NDArray, pi: NDArray, look: NDArray, users: 
 
 # The response check warns when the sessions after the first look answered this many
 # user-clustered s.e. above or below what the earlier looks' response models predicted
-# (measured on tests/support/monitor_active_sim.py: a null 5-95% range of about -2.4 to +2.6,
-# the estimated models' own noise included; answering whose logit falls by 5 over the test
-# gives about -7).
+# (measured on tests/support/monitor_active_sim.py, 100 data sets: a null 5-95% range of about
+# -2.4 to +2.2, the estimated models' own noise included, warning in 1%; answering whose logit
+# falls by 2 over the test: 72%, by 5: z about -7.5, 100%; docs/monitoring.md).
 RESPONSE_DRIFT_Z = 3.5
 
 

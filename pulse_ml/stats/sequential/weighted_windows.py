@@ -17,8 +17,10 @@ ratings do not (a predictor that drifts in one arm), the active PPI++ rectifier
 * ``time_shift``: ``sum_arms +/- lam sum_j (N_j / N - W_j / W) mean_j f`` (the look's lambda,
   0 for naive): the part of the rectifier from rated weight and sessions falling in different
   windows. Exactly 0 when ``W_j`` is proportional to ``N_j``; with right weights it is noise
-  of the window weights times the movement of the window means of the predictions (small); it
-  is the PPI++ bias when the weights are wrong in time and the predictions drift.
+  of the window weights times the movement of the window means of the predictions (small); when
+  the weights lag in time and the predictions drift it measures most of the bias the drift adds
+  (+0.053 of +0.070 in the simulation of docs/monitoring.md; ``lam`` is the look's, while each
+  window's psi used its own earlier-look ``a`` and ``lam``).
 """
 
 from __future__ import annotations
