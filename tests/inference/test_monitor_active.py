@@ -89,6 +89,7 @@ def test_varying_request_prob_weights_its_case_study_only():
     assert len(warned) == 1 and "'cs0'" in warned[0], warned
 
 
+@pytest.mark.slow
 def test_response_check_flags_a_trend_in_answering_not_its_absence():
     """Answering whose logit falls by 5 over the test is flagged; stable answering is not."""
     from pulse_ml.inference.monitor_active import RESPONSE_DRIFT_Z, response_drift
