@@ -31,7 +31,8 @@ from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.request_prob import REQUEST_PROB
 from pulse_ml.sessions.table import SessionTable
 
-__all__ = ["active_arms", "active_weights", "features_matter", "response_probability"]
+__all__ = ["active_arms", "active_weights", "features_matter", "fit_response", "response_design",
+           "response_probability"]
 
 RESPONSE_CLIP = 0.05  # estimated response rates below 5% are clipped (weights stay bounded)
 # One-sided 1% test of "everyone asked answered": rated count vs the sum of request_prob (its
@@ -40,10 +41,21 @@ RESPONSE_CLIP = 0.05  # estimated response rates below 5% are clipped (weights s
 NO_RESPONSE_Z = -2.326
 
 
-def _fit_response(x: NDArray, rated: NDArray, pi: NDArray, c: float) -> NDArray:
-    """Coefficients (intercept first) of the logistic response model under P = pi r."""
+def fit_response(x: NDArray, rated: NDArray, pi: NDArray, c: float) -> NDArray:
+    """Coefficients (intercept first) of the logistic response model under P = pi r.
+
+    Args:
+        x: Features (n, p), standardized (ranks); p = 0 fits one response rate.
+        rated: Whether each session has a rating.
+        pi: The probability each session was asked.
+        c: Inverse L2 strength on the slopes (the intercept is not penalized).
+
+    Returns:
+        The maximum-penalized-likelihood coefficients, shape (p + 1,).
+    """
     from scipy.optimize import minimize
     from scipy.special import expit
+    from threadpoolctl import threadpool_limits
 
     xi = np.column_stack([np.ones(len(x)), x])
     share = float(np.clip(rated.mean() / max(pi.mean(), 1e-12), 0.05, 0.95))
@@ -58,7 +70,10 @@ def _fit_response(x: NDArray, rated: NDArray, pi: NDArray, c: float) -> NDArray:
         g_eta = np.where(rated, 1.0 - r, -pi * r * (1.0 - r) / (1.0 - p))
         return (nll + 0.5 * (pen * b * b).sum()) / len(x), (-(xi.T @ g_eta) + pen * b) / len(x)
 
-    return minimize(loss, b0, jac=True, method="L-BFGS-B").x
+    # one BLAS thread: a multi-threaded BLAS makes each small L-BFGS step ~10x slower on a
+    # loaded machine (the monitor's per-look fits and infer's cross-fitting alike)
+    with threadpool_limits(limits=1, user_api="blas"):
+        return minimize(loss, b0, jac=True, method="L-BFGS-B").x
 
 
 def _log_lik(x: NDArray, rated: NDArray, pi: NDArray, beta: NDArray) -> float:
@@ -82,8 +97,8 @@ def features_matter(x: NDArray, rated: NDArray, pi: NDArray, level: float = 0.01
 
     if x.shape[1] == 0:
         return False
-    full = _fit_response(x, rated, pi, c=1e6)
-    const = _fit_response(x[:, :0], rated, pi, c=1e6)
+    full = fit_response(x, rated, pi, c=1e6)
+    const = fit_response(x[:, :0], rated, pi, c=1e6)
     stat = 2.0 * (_log_lik(x, rated, pi, full) - _log_lik(x[:, :0], rated, pi, const))
     return bool(chi2.sf(max(stat, 0.0), x.shape[1]) < level)
 
@@ -123,7 +138,7 @@ def response_probability(x: NDArray, rated: NDArray, pi: NDArray, groups: NDArra
     if z > NO_RESPONSE_Z:  # no evidence that anyone asked did not answer: r = 1
         return np.ones(len(x))
     if not features_matter(x, rated, pi):  # one response rate: a constant cancels in the
-        b0 = _fit_response(x[:, :0], rated, pi, c=1.0)[0]  # (Hajek-normalized) weights
+        b0 = fit_response(x[:, :0], rated, pi, c=1.0)[0]  # (Hajek-normalized) weights
         return np.full(len(x), np.clip(expit(b0), RESPONSE_CLIP, 1.0))
     k = min(folds, np.unique(groups).size)
     out = np.empty(len(x))
@@ -132,7 +147,7 @@ def response_probability(x: NDArray, rated: NDArray, pi: NDArray, groups: NDArra
     perm = np.random.default_rng(seed).permutation(np.unique(groups))
     shuffled = pd.Series(np.arange(perm.size), index=perm).reindex(groups).to_numpy()
     for train, test in GroupKFold(k).split(x, rated, shuffled):
-        beta = _fit_response(x[train], rated[train], pi[train], c)
+        beta = fit_response(x[train], rated[train], pi[train], c)
         out[test] = expit(beta[0] + x[test] @ beta[1:])
     return np.clip(out, RESPONSE_CLIP, 1.0)
 
@@ -144,7 +159,17 @@ def active_weights(x: NDArray, rated: NDArray, pi: NDArray, groups: NDArray, *,
     return 1.0 / (pi[rated] * r_hat[rated]), r_hat
 
 
-def _design(table: SessionTable, in_study: NDArray, treated: NDArray) -> NDArray:
+def response_design(table: SessionTable, in_study: NDArray, treated: NDArray) -> NDArray:
+    """The response model's features of the rows ``in_study`` (file order), and the arm.
+
+    Args:
+        table: The session table.
+        in_study: Rows of the case study.
+        treated: Per row of the case study, whether it is in the treatment arm.
+
+    Returns:
+        Numeric, count, flag and numeric features with categories one-hot, then the arm (0/1).
+    """
     cols = table.features.of_kind("categorical", "count", "flag", "numeric")
     sub = table.frame.loc[in_study, cols]
     x = pd.get_dummies(sub, columns=table.features.of_kind("categorical"), dtype=float)
@@ -166,7 +191,7 @@ def active_arms(table: SessionTable, study: CaseStudy, control: ArmData, treatme
         return None
     in_study = rows[0] | rows[1]
     pi, rated = pi_all[in_study], table.labeled[in_study]
-    x = _design(table, in_study, rows[1][in_study])
+    x = response_design(table, in_study, rows[1][in_study])
     try:
         _, r_hat = active_weights(x, rated, pi, codes[in_study], seed=seed)
     except (PulseError, ValueError) as exc:

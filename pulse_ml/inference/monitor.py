@@ -42,7 +42,11 @@ import pandas as pd
 from pulse_ml.errors import PulseError
 from pulse_ml.inference.monitor_active import weigh_requested
 from pulse_ml.inference.monitor_looks import DAY, LookSpec, MonitorData, iso, look_cutoffs
-from pulse_ml.inference.monitor_warnings import few_effective_users, time_drift
+from pulse_ml.inference.monitor_warnings import (
+    few_effective_users,
+    joint_lambda_not_applied,
+    time_drift,
+)
 from pulse_ml.sessions.case_studies import CaseStudy
 from pulse_ml.sessions.table import (
     TIME_COLUMN,
@@ -275,7 +279,8 @@ def monitor(table: SessionTable, predictions: np.ndarray,
         lambda_rule=settings.lambda_rule,  # type: ignore[arg-type]
         min_units_per_arm=settings.min_units_per_arm, groups=data.group)
     # case studies asked by varying request_prob: active PPI++ with predictable weights
-    result, active_notes = weigh_requested(table, data, result, settings, days)
+    result, active_notes, active_warns, weighted = weigh_requested(table, data, result,
+                                                                   settings, days)
     t_star = result.target_labels
     frame = _frame(result.table, data)
     stops = _stop_frame(result.stops, data)
@@ -304,7 +309,9 @@ def monitor(table: SessionTable, predictions: np.ndarray,
                       {s.name: float(t) for s, t in zip(data.studies, t_star, strict=True)},
                       targets, tuple(notes),
                       tuple(few_effective_users(result, data, settings.clusters)
-                            + time_drift(result, data)))
+                            + time_drift(result, data, weighted)
+                            + joint_lambda_not_applied(data, weighted, settings.lambda_rule)
+                            + list(active_warns)))
 
 
 def _calendar(data: MonitorData, group: np.ndarray, look: np.ndarray) -> tuple[list, list]:

@@ -100,3 +100,67 @@ def test_bad_weights_and_too_few_users_are_refused():
         weighted_monitor(**bad, n_looks=LOOKS)
     with pytest.raises(PulseError, match="at least 500 labeled users"):
         weighted_monitor(**d, n_looks=LOOKS, min_units_per_arm=500)
+
+
+def _window_oracle(d):
+    """Window effect and time shift per look by loops over windows, from the psi terms."""
+    from pulse_ml.stats.sequential.weighted import _terms
+
+    n = d["arm"].size
+    lab, w, f = d["labeled"], d["weight"], d["prediction"]
+    ids = np.unique(d["users"])
+    fold = np.random.default_rng(0).integers(0, 2, ids.size)[np.searchsorted(ids, d["users"])]
+    psi, fits, lam = _terms(np.zeros(n, np.int64), d["arm"], d["look"], lab,
+                            np.nan_to_num(d["rating"]), f, w, fold, 1, LOOKS)
+    rw = np.where(lab, w, 0.0)
+    rows = []
+    for k in range(LOOKS):
+        effects, shift = [], 0.0
+        for p, g in zip(psi, fits, strict=True):
+            arms = []
+            for a in (0, 1):
+                num = den = 0.0
+                for j in range(k + 1):
+                    m = (d["arm"] == a) & (d["look"] == j)
+                    if rw[m].sum() > 0:  # N_j (mean g + sum R w (y - g) / W_j)
+                        num += m.sum() * (g[m].mean() + (p[m] - g[m]).sum() / rw[m].sum())
+                        den += m.sum()
+                arms.append(num / den)
+            effects.append(arms[1] - arms[0])
+        for a, sign in ((0, -1.0), (1, 1.0)):
+            m = (d["arm"] == a) & (d["look"] <= k)
+            fbar = {j: f[m & (d["look"] == j)].mean() for j in range(k + 1)}
+            tot_w = rw[m].sum()
+            between = sum(((d["look"][m] == j).sum() / m.sum()
+                           - rw[m & (d["look"] == j)].sum() / tot_w) * fbar[j]
+                          for j in range(k + 1))
+            shift += sign * lam[k, a] * between
+        rows.append((*effects, shift))
+    return np.array(rows)
+
+
+def test_window_effects_and_time_shift_equal_the_loop_oracle():
+    d = _data(3)
+    res = weighted_monitor(**d, n_looks=LOOKS, min_units_per_arm=5, seed=0)
+    tab = res.table
+    got = np.c_[tab.loc[tab["estimator"] == "naive", "window_effect"].to_numpy(),
+                tab.loc[tab["estimator"] == "augmented", "window_effect"].to_numpy(),
+                tab.loc[tab["estimator"] == "augmented", "time_shift"].to_numpy()]
+    np.testing.assert_allclose(got, _window_oracle(d), rtol=1e-9, atol=1e-12)
+    assert (tab.loc[tab["estimator"] == "naive", "time_shift"] == 0).all()
+    assert np.abs(got[:, 2]).max() > 1e-6  # random weights: not proportional to the windows
+
+
+def test_weights_matching_every_window_give_the_printed_effect_and_no_shift():
+    """With every window's rated weights summing to its sessions the check is silent, exactly."""
+    d = _data(4)
+    w = d["weight"].copy()
+    for a in (0, 1):
+        for j in range(LOOKS):
+            m = (d["arm"] == a) & (d["look"] == j)
+            r = m & d["labeled"]
+            w[r] *= m.sum() / w[r].sum()
+    res = weighted_monitor(**dict(d, weight=w), n_looks=LOOKS, min_units_per_arm=5, seed=1)
+    tab = res.table
+    np.testing.assert_allclose(tab["window_effect"], tab["effect"], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(tab["time_shift"], 0.0, rtol=0, atol=1e-12)

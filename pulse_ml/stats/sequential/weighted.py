@@ -58,6 +58,7 @@ from pulse_ml.stats.sequential.monitor import (
 )
 from pulse_ml.stats.sequential.small_sample import t_multiplier
 from pulse_ml.stats.sequential.stops import ESTIMATORS, stops_table
+from pulse_ml.stats.sequential.weighted_windows import weighted_window_effects
 
 F64 = NDArray[np.float64]
 
@@ -114,6 +115,12 @@ def psi_terms(grp: NDArray[np.int64], arm: NDArray[np.int64], lk: NDArray[np.int
         earlier looks of its group and arm, or from the other fold at look 0), and the PPI++
         slope per (group * n_looks + look, arm) (at look 0 the mean of the two folds').
     """
+    psi, _, lam = _terms(grp, arm, lk, lab, y, f, w, fold, n_groups, n_looks)
+    return psi[0], psi[1], lam
+
+
+def _terms(grp, arm, lk, lab, y, f, w, fold, n_groups, n_looks):
+    """:func:`psi_terms`' psi pair, the fitted ``g(f)`` pair behind them, and the slopes."""
     rw = np.where(lab, w, 0.0)
     t = rw * np.where(lab, y, 0.0)
     d = 1.0 - rw
@@ -126,16 +133,17 @@ def psi_terms(grp: NDArray[np.int64], arm: NDArray[np.int64], lk: NDArray[np.int
     by_look = sums.sum(axis=3)  # (g, k, arm, 9)
     before = np.cumsum(by_look, axis=1) - by_look  # looks < k
     first = sums[:, 0, :, ::-1, :]  # look 0, the OTHER fold: (g, arm, fold, 9)
-    out = []
+    out, fits = [], []
     for slope in (False, True):
         coef_k = _coefficients(before, slope)  # (g, k, arm, 2)
         coef_0 = _coefficients(first, slope)  # (g, arm, fold, 2)
         c = np.where((lk == 0)[:, None], coef_0[grp, arm, fold], coef_k[grp, lk, arm])
         g = c[:, 0] + c[:, 1] * f
         out.append(g + rw * (np.where(lab, y, 0.0) - g))
+        fits.append(g)
     lam = coef_k[..., 1].copy()
     lam[:, 0] = coef_0[..., 1].mean(axis=2)
-    return out[0], out[1], lam.reshape(n_groups * n_looks, 2)
+    return (out[0], out[1]), (fits[0], fits[1]), lam.reshape(n_groups * n_looks, 2)
 
 
 def _running(grp, clusters, lk, arm, lab, w, psi, n_groups, n_looks):
@@ -214,7 +222,8 @@ def weighted_monitor(
         A :class:`MonitorResult` with the unweighted monitor's columns: ``naive`` is the IPW
         difference estimator, ``augmented`` active PPI++ (``lambda_*`` its slope at the look's
         newest sessions), ``eff_units_*`` Kish in weight, ``window_effect`` and ``time_shift``
-        NaN (known weights already correct a labeling rate that changes in time).
+        the drift check's weighted analogues
+        (:mod:`~pulse_ml.stats.sequential.weighted_windows`: the weights right per window?).
 
     Raises:
         PulseError: On invalid inputs, or when an arm has fewer than ``min_units_per_arm``
@@ -237,7 +246,13 @@ def weighted_monitor(
     ids = np.unique(clusters)
     fold = np.random.default_rng(seed).integers(0, 2, ids.size)[np.searchsorted(ids, clusters)]
     clusters = pd.factorize(grp * (int(clusters.max()) + 1) + clusters)[0]  # a user per group
-    psi_n, psi_p, lam_k = psi_terms(grp, arm_v, lk, lab, y, f, w, fold, n_groups, n_looks)
+    (psi_n, psi_p), fits, lam_k = _terms(grp, arm_v, lk, lab, y, f, w, fold, n_groups,
+                                         n_looks)
+    *window_eff, time_shift = weighted_window_effects(
+        grp, arm_v, lk, np.where(lab, w, 0.0), f, (psi_n, psi_p), fits, lam_k, n_groups,
+        n_looks)
+    window = dict(zip(ESTIMATORS, window_eff, strict=True))
+    shifts = {"naive": np.zeros_like(time_shift), "augmented": time_shift}
     gram, n_cl, units, kish = _running(grp, clusters, lk, arm_v, lab, w, (psi_n, psi_p),
                                        n_groups, n_looks)
     shape = (n_groups, n_looks)
@@ -307,8 +322,8 @@ def weighted_monitor(
                            ("lambda_treatment", lam_col[:, 1]),
                            ("eff_units_control", eff_units[:, 0]),
                            ("eff_units_treatment", eff_units[:, 1]),
-                           ("window_effect", np.full(n_seg, np.nan)),
-                           ("time_shift", np.full(n_seg, np.nan))):
+                           ("window_effect", np.where(valid, window[name], np.nan)),
+                           ("time_shift", np.where(valid, shifts[name], np.nan))):
                 cols[key].append(np.asarray(v, dtype=np.float64))
     data: dict[str, object] = {}
     if group_values is not None:
