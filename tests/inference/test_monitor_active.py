@@ -81,6 +81,9 @@ def test_varying_request_prob_weights_its_case_study_only():
                        frame["x"].to_numpy(), MonitorSettings(lambda_rule="arm"), now=NOW)
     assert not [w for w in arm_rule.warnings if "lambda_rule" in w]
     assert not [w for w in asked.warnings if "answering changed" in w]
+    few = [w for w in asked.warnings if "fixed-n intervals" in w]  # 64 rated < 200: warned
+    assert len(few) == 1 and "'cs0'" in few[0] and "confidence sequence" in few[0]
+    assert not [w for w in plain.warnings if "fixed-n intervals" in w]
     # answering that falls over the test (late ratings dropped): the response check warns
     days = (frame["started_at"] - START).dt.days.to_numpy()
     drop = rng.random(len(frame)) < np.clip((days - 1) / 4, 0, 1)
@@ -115,6 +118,31 @@ def test_response_rates_of_a_look_come_from_earlier_looks_only():
                                 d["look"][early], d["users"][early], seed=2)
     np.testing.assert_array_equal(full[early], part)
     assert np.ptp(full) > 0.1  # the features matter here: not a constant rate
+
+
+def test_a_rerun_with_more_days_keeps_every_earlier_band():
+    """New users arriving later and rows out of time order do not move the first look's folds."""
+    frame = _frame(1).sample(frac=1.0, random_state=0).reset_index(drop=True)
+    rng = np.random.default_rng(1)
+    frame["request_prob"] = np.where(frame["case_study"] == "cs0",
+                                     rng.uniform(0.2, 0.9, len(frame)), 0.4)
+    later = (frame["started_at"] - START).dt.days >= 5
+    frame.loc[later, "user_id"] = frame.loc[later, "user_id"] + "x"  # users first seen on day 5+
+    cut = START + pd.Timedelta(days=5)
+
+    def run(f: pd.DataFrame, now: pd.Timestamp) -> pd.DataFrame:
+        table = validate_frame(f, "sessions.csv", FEATURES, {})
+        return monitor(table, table.frame["x"].to_numpy(), MonitorSettings(min_units_per_arm=5),
+                       now=now).frame
+
+    early = run(frame[frame["started_at"] < cut].reset_index(drop=True), cut)
+    full = run(frame, NOW)
+    key = ["case_study", "look", "estimator"]
+    both = early.merge(full, on=key, suffixes=("_early", "_full"))
+    both = both[both["case_study"] == "cs0"]
+    assert len(both) >= 8 and both["effect_early"].notna().sum() >= 6
+    for col in ("effect", "se", "cs_lower", "cs_upper"):
+        np.testing.assert_allclose(both[f"{col}_early"], both[f"{col}_full"], rtol=0, atol=1e-12)
 
 
 REPS = 120  # MC s.e. of a 0.95 coverage: 0.020 (2,000 replications in perf/)

@@ -62,7 +62,7 @@ from pulse_ml.stats.sequential.weighted_windows import weighted_window_effects
 
 F64 = NDArray[np.float64]
 
-__all__ = ["psi_terms", "weighted_monitor"]
+__all__ = ["psi_terms", "stable_folds", "weighted_monitor"]
 
 
 def _coefficients(s: F64, slope: bool) -> F64:
@@ -195,7 +195,7 @@ def weighted_monitor(
     look: ArrayLike, n_looks: int, weight: ArrayLike, users: ArrayLike | None = None,
     alpha: float = 0.05, target_labels: float | None = None, horizon: float | None = None,
     look_times: ArrayLike | None = None, min_units_per_arm: int = 10,
-    groups: ArrayLike | None = None, seed: int = 0,
+    groups: ArrayLike | None = None, seed: int = 0, fold: ArrayLike | None = None,
 ) -> MonitorResult:
     """IPW (naive) and active PPI++ effect, fixed interval and confidence sequence per look.
 
@@ -216,7 +216,11 @@ def weighted_monitor(
         look_times: Time of each look since the start, (n_looks,) or (n_groups, n_looks).
         min_units_per_arm: No interval before each arm has this many labeled users.
         groups: Case-study ids (one sequence per group); the table gains a ``group`` column.
-        seed: Seed of the first look's fold split (by user).
+        seed: Seed of the first look's fold split (by user), used without ``fold``.
+        fold: 0/1 per session, the first look's cross-fitting fold, constant within a user.
+            Callers that re-run on growing data pass one that depends on the user's own id
+            only (:func:`stable_folds`), so a re-run with more days keeps every earlier term;
+            without it the split is drawn by the user's rank among the codes given.
 
     Returns:
         A :class:`MonitorResult` with the unweighted monitor's columns: ``naive`` is the IPW
@@ -243,8 +247,14 @@ def weighted_monitor(
     n_groups = int(grp.max()) + 1
     clusters = (np.arange(n, dtype=np.int64) if users is None
                 else _int_codes(users, "users", n)[0])
-    ids = np.unique(clusters)
-    fold = np.random.default_rng(seed).integers(0, 2, ids.size)[np.searchsorted(ids, clusters)]
+    if fold is None:
+        ids = np.unique(clusters)
+        fold = np.random.default_rng(seed).integers(0, 2, ids.size)[np.searchsorted(ids, clusters)]
+    else:
+        fold = np.asarray(fold)
+        if fold.shape != (n,) or not np.isin(fold, (0, 1)).all():
+            raise ValueError(f"fold must be 0/1 per session (shape ({n},)), got {fold.shape}")
+        fold = fold.astype(np.int64)
     clusters = pd.factorize(grp * (int(clusters.max()) + 1) + clusters)[0]  # a user per group
     (psi_n, psi_p), fits, lam_k = _terms(grp, arm_v, lk, lab, y, f, w, fold, n_groups,
                                          n_looks)
@@ -339,3 +349,19 @@ def weighted_monitor(
                          alpha=float(alpha), target_labels=t_star / per_label,
                          clustered=users is not None, lambda_rule="arm",
                          burn_in_look=k0.astype(np.int64))
+
+
+def stable_folds(keys: ArrayLike, seed: int) -> NDArray[np.int64]:
+    """A seeded 0/1 fold per key that depends on the key's own value only.
+
+    Args:
+        keys: User ids (or session ids when sessions are the clusters), any values.
+        seed: Seed of the split.
+
+    Returns:
+        0/1 per key: the same key gets the same fold whatever other keys are present and in
+        whatever order, so a monitor re-run with more days keeps its first look's split.
+    """
+    text = pd.Series(np.asarray(keys, dtype=object)).astype(str).to_numpy(dtype=object)
+    hashed = pd.util.hash_array(text, hash_key=f"{seed % 10**16:016d}", categorize=False)
+    return (hashed >> np.uint64(7) & np.uint64(1)).astype(np.int64)
