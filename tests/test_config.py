@@ -253,3 +253,16 @@ def test_duplicate_keys_are_refused_as_omegaconf_refuses_them(tmp_path, monkeypa
         config.hydra_compose_node("v")
     with pytest.raises(PulseError, match="written twice"):
         config_check.quick_check("v", ["x=2"])
+
+
+def test_quick_check_types_values_as_omegaconf_reads_them(tmp_path, monkeypatch):
+    """config_check reads the tree config_plain composes: ``1e-3`` is a number (a plain
+    SafeLoader read it as text and let ``lr=abc`` through), a date stays text."""
+    from pulse_ml import config_check, config_tree
+
+    (tmp_path / "v.yaml").write_text("lr: 1e-3\nday: 2024-01-01\n")
+    for module in (config_check, config_tree):
+        monkeypatch.setattr(module, "conf_dir", lambda: tmp_path)
+    with pytest.raises(PulseError, match=r"lr='abc' is not a number \(default 0.001\)"):
+        config_check.quick_check("v", ["lr=abc"])
+    config_check.quick_check("v", ["lr=2e-3", "day=yesterday"])
