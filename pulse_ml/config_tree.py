@@ -10,6 +10,7 @@ mirrored here raises :class:`Unsupported` (the caller leaves the config to Hydra
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -33,7 +34,12 @@ class Unsupported(Exception):
     """A form the plain composition does not cover (Hydra composes instead)."""
 
 
-def _loader(path: Path) -> type:
+class _DuplicateKey(Exception):
+    """A key written twice in one mapping: ``(key, 1-based line)``."""
+
+
+@functools.cache
+def _loader() -> type:
     """A SafeLoader subclass that types scalars and refuses duplicate keys as OmegaConf does."""
     import yaml
 
@@ -44,10 +50,7 @@ def _loader(path: Path) -> type:
                 if key_node.tag != yaml.resolver.BaseResolver.DEFAULT_SCALAR_TAG:
                     continue
                 if key_node.value in seen:
-                    raise PulseError(
-                        f"{path}: line {key_node.start_mark.line + 1}: the key "
-                        f"'{key_node.value}' is written twice in one mapping (OmegaConf refuses "
-                        f"duplicate keys). Keep one of them.")
+                    raise _DuplicateKey(key_node.value, key_node.start_mark.line + 1)
                 seen.add(key_node.value)
             return super().construct_mapping(node, deep=deep)
 
@@ -92,7 +95,11 @@ def read_conf(path: Path) -> dict[str, Any]:
     text = path.read_text(encoding="utf-8")
     check_aliases(path, text)
     try:
-        data = yaml.load(text, Loader=_loader(path))  # noqa: S506 - a SafeLoader subclass
+        data = yaml.load(text, Loader=_loader())  # noqa: S506 - a SafeLoader subclass
+    except _DuplicateKey as exc:
+        key, line = exc.args
+        raise PulseError(f"{path}: line {line}: the key '{key}' is written twice in one mapping "
+                         "(OmegaConf refuses duplicate keys). Keep one of them.") from None
     except yaml.YAMLError as exc:
         raise PulseError(f"{path}: not valid YAML: {exc}") from exc
     if data is None:
