@@ -165,7 +165,8 @@ def test_plain_composition_equals_hydras_for_every_verb(pulse_home):
                             ("train", ["data.path=/x y"]), ("train", ["seed=1_000"]),
                             ("train", ["tags.team=search"]), ("infer", ["alpha=inf"]),
                             ("train", ["features=all_text"]), ("score", ["history=null"]),
-                            ("infer", ["data.path='a,b'"]), ("train", ["nokey=1"])):
+                            ("infer", ["data.path='a,b'"]), ("train", ["nokey=1"]),
+                            ("infer", ["alpha=00.5"]), ("train", ["seed=01"])):
         assert compose_plain(verb, overrides) is None, (verb, overrides)
     assert compose("train", ["model=lightgbm", "seed=5"]).model.estimator.random_state == 5
     extra = {"features": {"name": "handed", "columns": {"turns": "count"}}, "alpha": 0.2}
