@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["PULSE_HOME"] = str(home)
     os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{home / 'mlruns' / 'mlflow.db'}"
     (home / "mlruns").mkdir(parents=True)
-    from pulse_ml.models.error_model import CANDIDATES, _regressor, design
+    from pulse_ml.models.error_model import CANDIDATES, _regressor, design, ppi_shift
 
     table, feats, _ = table_of(args.data, home)
     rng = np.random.default_rng(args.split_seed)
@@ -106,9 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     rest = table[~in_train].reset_index(drop=True)
     f, y = np.asarray(ens.predict(rest), float), rest["rating"].to_numpy(float)
     b = args.budget
-    slope = np.cov(y_tr, f_tr)[0, 1] / f_tr.var(ddof=1)
-    lam = float(np.clip(slope / (1 + b), 0, 1))
-    m = float(y_tr.mean() - lam * f_tr.mean())
+    lam, m = ppi_shift(y_tr, f_tr, b)  # the library's PPI++ lambda at budget b, and shift
+    slope = np.cov(y_tr, f_tr, ddof=0)[0, 1] / f_tr.var()  # shown only
     t_tr, t = (y_tr - lam * f_tr - m) ** 2, (y - lam * f - m) ** 2
     print(f"{args.data}: {len(tr)} train / {len(rest)} replay sessions; ratings "
           f"{np.unique(np.round(y)).tolist()}; replay r(f, y) = {np.corrcoef(f, y)[0, 1]:.3f}; "

@@ -142,6 +142,7 @@ def compose(verb: str, overrides: list[str] | None = None,
 def hydra_compose_node(verb: str, overrides: list[str] | None = None,
                        extra: Mapping[str, Any] | None = None) -> Node:
     """:func:`compose` through Hydra's compose API (every form of override)."""
+    import yaml
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
@@ -158,7 +159,7 @@ def hydra_compose_node(verb: str, overrides: list[str] | None = None,
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3",
                                    job_name=verb):
             cfg = hydra_compose(config_name=verb, overrides=kept)
-    except (HydraException, OmegaConfBaseException) as exc:
+    except (HydraException, OmegaConfBaseException, yaml.YAMLError) as exc:  # YAML: dup keys
         message = (str(exc).strip() or repr(exc)).split("\nConfig search path:")[0].rstrip()
         hint = _did_you_mean(verb, message, kept)
         raise PulseError(f"pulse-ml {verb}: cannot compose the config: {message}\n"

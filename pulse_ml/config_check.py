@@ -2,20 +2,19 @@
 
 ``pulse-ml <verb> key=value`` is checked here in milliseconds: a key that exists nowhere in the
 verb's config, a group option with no file, or a value of the wrong type (a flag, a number) is
-refused with the closest valid key or option. The verb's tree is read as Hydra composes it: the
-primary ``conf/<verb>.yaml``, its group defaults and the shared configs of its defaults list
-(``- data/demo``, ``- analysis/effects``, nested defaults, ``# @package _global_`` headers and
-``@package`` in the list). Neither Hydra nor OmegaConf is imported (``config.py`` composes).
+refused with the closest valid key or option. The verb's tree is read as Hydra composes it, by
+:mod:`pulse_ml.config_tree` (the reader and merger :mod:`pulse_ml.config_plain` composes with).
+Neither Hydra nor OmegaConf is imported (``config.py`` composes).
 """
 
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pulse_ml.config_tree import Unsupported, compose_into, read_conf
 from pulse_ml.env.faults import shorten
 from pulse_ml.env.paths import conf_dir
 from pulse_ml.errors import PulseError
@@ -55,68 +54,12 @@ def group_options(group: str) -> list[str]:
 
 
 def defaults_of(verb: str) -> dict[str, str]:
-    """Group -> default option of ``conf/<verb>.yaml``'s defaults list (read with plain YAML)."""
+    """Group -> default option of ``conf/<verb>.yaml``'s defaults list (read as OmegaConf)."""
     out = {}
-    for item in load_yaml(conf_dir() / f"{verb}.yaml").get("defaults") or []:
+    for item in read_conf(conf_dir() / f"{verb}.yaml").get("defaults") or []:
         if isinstance(item, dict):
             out.update({str(k): str(v) for k, v in item.items()})
     return out
-
-
-def _package_header(path: Path) -> str | None:
-    """The ``# @package <name>`` line among a config file's leading comments (None if none)."""
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.startswith("#"):
-            return None
-        match = re.match(r"#\s*@package\s+(\S+)", line)
-        if match:
-            return match.group(1)
-    return None
-
-
-def _merge(into: dict[str, Any], data: Mapping[str, Any]) -> None:
-    """Deep-merge ``data`` into ``into`` (later values win, as in Hydra's composition)."""
-    for key, value in data.items():
-        if isinstance(value, Mapping) and isinstance(into.get(key), dict):
-            _merge(into[key], value)
-        else:
-            into[key] = dict(value) if isinstance(value, Mapping) else value
-
-
-def _shared_tree(entry: str, group: str = "") -> tuple[str, dict[str, Any]]:
-    """A config named in a defaults list (``data/demo``, ``analysis/alpha@infer``, ``/train``).
-
-    Its own defaults that name configs (not ``group: option``) are merged below its values;
-    the package comes from ``@...`` in the entry, else the file's ``# @package`` header, else
-    its folder (``data/demo`` -> ``data``), as Hydra places it.
-
-    Returns:
-        ``(package, values)``; package "" is the top level. A missing file gives no values.
-    """
-    name, _, package = entry.partition("@")
-    rel = name.lstrip("/") if name.startswith("/") or not group else f"{group}/{name}"
-    path = conf_dir() / f"{rel}.yaml"
-    if not path.is_file():
-        return "", {}
-    data = load_yaml(path)
-    folder = rel.rpartition("/")[0]
-    tree: dict[str, Any] = {}
-    for item in data.get("defaults") or []:
-        if isinstance(item, str) and item != "_self_":
-            inner, values = _shared_tree(item, folder)
-            _merge(tree, _nest(inner, values))
-    _merge(tree, {k: v for k, v in data.items() if k != "defaults"})
-    header = _package_header(path)
-    if not package:
-        package = "" if header == "_global_" or not folder else (header or folder)
-    return package.replace("/", ".").removeprefix("_global_").strip("."), tree
-
-
-def _nest(package: str, values: dict[str, Any]) -> dict[str, Any]:
-    """``values`` placed at a dotted package (``infer`` -> ``{"infer": values}``)."""
-    for part in reversed([p for p in package.split(".") if p]):
-        values = {part: values}
-    return values
 
 
 def quick_check(verb: str, overrides: list[str]) -> None:
@@ -129,13 +72,11 @@ def quick_check(verb: str, overrides: list[str]) -> None:
         PulseError: naming the override and the closest valid key or option.
     """
     groups = defaults_of(verb)
-    tree = _shared_tree(f"/{verb}")[1]  # the primary config over its shared configs
-    for group, option in groups.items():
-        path = conf_dir() / group / f"{option}.yaml"
-        if path.is_file():  # the group's keys, under the primary's values (pipeline's tuning)
-            own = tree.get(group)
-            tree[group] = load_yaml(path)
-            _merge(tree[group], own if isinstance(own, Mapping) else {})
+    tree: dict[str, Any] = {}
+    try:  # the verb's tree as Hydra composes it, read as OmegaConf reads YAML
+        compose_into(tree, verb)
+    except (Unsupported, OSError):
+        return  # a form config_tree does not mirror: Hydra checks the overrides
     keys = flat_keys(tree)
     for item in overrides:
         key, sep, value = item.partition("=")

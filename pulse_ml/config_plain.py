@@ -11,103 +11,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from pulse_ml.config_check import FREE_MAPPINGS, _nest, _package_header, defaults_of
-from pulse_ml.env.paths import conf_dir
+from pulse_ml.config_check import FREE_MAPPINGS, defaults_of
+from pulse_ml.config_tree import MISSING, compose_into
+from pulse_ml.config_tree import Unsupported as _Unsupported
 
 # tests/test_config.py checks it equals Hydra's composition for every verb.
 
 _INTERPOLATION = re.compile(r"\$\{([^${}]*)\}")
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
-
-
-class _Unsupported(Exception):
-    """A form the plain composition does not cover (Hydra composes instead)."""
-
-
-def _omegaconf_yaml(path: Path) -> dict[str, Any]:
-    """A config file read as OmegaConf reads it (``1e-3`` is a float, dates stay strings)."""
-    import yaml
-
-    class Loader(yaml.SafeLoader):
-        pass
-
-    Loader.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(
-        r"""^(?:[-+]?[0-9]+(?:_[0-9]+)*\.[0-9_]*(?:[eE][-+]?[0-9]+)?
-        |[-+]?[0-9]+(?:_[0-9]+)*(?:[eE][-+]?[0-9]+)
-        |\.[0-9]+(?:_[0-9]+)*(?:[eE][-+][0-9]+)?
-        |[-+]?[0-9]+(?:_[0-9]+)*(?::[0-5]?[0-9])+\.[0-9_]*
-        |[-+]?\.(?:inf|Inf|INF)
-        |\.(?:nan|NaN|NAN))$""", re.X), list("-+0123456789."))
-    Loader.yaml_implicit_resolvers = {
-        key: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-        for key, resolvers in Loader.yaml_implicit_resolvers.items()}
-    from pulse_ml.yaml_limits import check_aliases
-
-    text = path.read_text(encoding="utf-8")
-    check_aliases(path, text)
-    data = yaml.load(text, Loader=Loader)  # noqa: S506 - a SafeLoader subclass
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise _Unsupported(path)
-    return data
-
-
-def _deep_merge(into: dict[str, Any], data: Mapping[str, Any]) -> None:
-    """OmegaConf's merge of plain values: mappings merged key by key, the rest replaced."""
-    import copy
-
-    for key, value in data.items():
-        if isinstance(value, Mapping) and isinstance(into.get(key), dict):
-            _deep_merge(into[key], value)
-        else:
-            into[key] = copy.deepcopy(value)
-
-
-def _compose_into(out: dict[str, Any], rel: str, package: str, depth: int = 0) -> None:
-    """Merge config ``rel`` (``train``, ``data/demo``) and its defaults list at ``package``."""
-    path = conf_dir() / f"{rel}.yaml"
-    if depth > 10 or not path.is_file():
-        raise _Unsupported(rel)
-    data = _omegaconf_yaml(path)
-    folder = rel.rpartition("/")[0]
-    defaults = list(data.pop("defaults", None) or [])
-    if "_self_" not in defaults:
-        defaults.append("_self_")
-    for item in defaults:
-        if item == "_self_":
-            _deep_merge(out, _nest(package, data))
-            continue
-        if isinstance(item, str):
-            name, _, explicit = item.partition("@")
-            child = name.lstrip("/") if name.startswith("/") or not folder else f"{folder}/{name}"
-            header = _package_header(conf_dir() / f"{child}.yaml")
-            own = header if header is not None else child.rpartition("/")[0]
-        elif isinstance(item, dict) and len(item) == 1:
-            (group, option), = item.items()
-            if option is None:
-                continue
-            if not isinstance(option, str) or group.startswith(("override ", "optional ")):
-                raise _Unsupported(item)
-            child = f"{folder}/{group}/{option}" if folder else f"{group}/{option}"
-            explicit = ""
-            header = _package_header(conf_dir() / f"{child}.yaml")
-            own = header if header is not None else child.rpartition("/")[0]
-            if "@" in group:
-                raise _Unsupported(item)
-        else:
-            raise _Unsupported(item)
-        target = explicit or own
-        if package and not target.startswith("_global_") and (explicit or header):
-            raise _Unsupported(item)  # a relative package below another: left to Hydra
-        if target.startswith("_global_"):
-            child_package = target.removeprefix("_global_").strip(".")
-        else:
-            child_package = ".".join(p for p in (package, target.replace("/", ".")) if p)
-        _compose_into(out, child, child_package, depth + 1)
 
 
 def _resolve(value: Any, root: Mapping[str, Any], home: str, depth: int = 0) -> Any:
@@ -131,8 +44,8 @@ def _resolve(value: Any, root: Mapping[str, Any], home: str, depth: int = 0) -> 
             if not isinstance(node, Mapping) or part not in node:
                 raise _Unsupported(expr)
             node = node[part]
-        if isinstance(node, dict | list):
-            raise _Unsupported(expr)
+        if isinstance(node, dict | list) or node == MISSING:
+            raise _Unsupported(expr)  # Hydra refuses a missing value; it says so
         return _resolve(node, root, home, depth + 1)
 
     whole = _INTERPOLATION.fullmatch(value)
@@ -142,8 +55,12 @@ def _resolve(value: Any, root: Mapping[str, Any], home: str, depth: int = 0) -> 
 
 
 _SAFE_VALUE = re.compile(r"[A-Za-z0-9_./-]+")
-_INT = re.compile(r"-?(0|[1-9][0-9]*)")
-_FLOAT = re.compile(r"-?([0-9]+\.[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?|-?[0-9]+[eE][-+]?[0-9]+")
+# Hydra's override grammar (OverrideLexer.g4) without '_' and '+': no leading zeros in the
+# integer part (``00.5`` and ``01`` are strings there: left to Hydra below).
+_UINT = r"(0|[1-9][0-9]*)"
+_POINT = rf"({_UINT}\.|{_UINT}?\.[0-9]+)"
+_INT = re.compile(rf"-?{_UINT}")
+_FLOAT = re.compile(rf"-?({_POINT}|({_UINT}|{_POINT})[eE]-?[0-9]+)")
 
 
 def _override_value(text: str) -> Any:
@@ -191,7 +108,7 @@ def compose_plain(verb: str, overrides: list[str] | None = None) -> dict[str, An
 
     out: dict[str, Any] = {}
     try:
-        _compose_into(out, verb, "")
+        compose_into(out, verb)
         for item in overrides or []:
             _apply_override(out, verb, item)
         return _resolve(out, out, str(project_root()))

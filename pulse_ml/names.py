@@ -33,6 +33,7 @@ import posixpath
 import re
 import unicodedata
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -202,8 +203,9 @@ def _write_arrow(safe: pd.DataFrame, path: str | Path) -> bool:
     Plain: at least :data:`ARROW_ROWS` rows and two columns, plain column names, numpy
     integer or finite-or-NaN float columns, and text columns none of whose cells holds a
     comma, a quote or a line break (so neither writer quotes anything). The cells read back
-    equal to pandas' output (NaN and None as empty cells, integers alike); a float may be
-    spelled differently (``0.0000045`` instead of ``4.5e-06``), the same double either way.
+    equal to pandas' output (NaN and None as empty cells, integers alike, a float column a
+    float column: :func:`_float_cells`); a float may be spelled differently (``0.0000045``
+    instead of ``4.5e-06``, ``1`` in a column with a fraction), the same double either way.
     """
     if (len(safe) < ARROW_ROWS or safe.shape[1] < 2
             or not all(isinstance(c, str) and _PLAIN_NAME.fullmatch(c) for c in safe.columns)):
@@ -219,8 +221,11 @@ def _write_arrow(safe: pd.DataFrame, path: str | Path) -> bool:
         kind = col.dtype.kind if isinstance(col.dtype, np.dtype) else ""
         if kind and kind in "iu":
             arrays.append(pa.array(col.to_numpy()))
-        elif kind == "f" and not np.isinf(col.to_numpy()).any():
-            arrays.append(pa.array(col.to_numpy(), from_pandas=True))  # NaN: an empty cell
+        elif kind == "f":
+            arr = _float_cells(col.to_numpy())
+            if arr is None:
+                return False
+            arrays.append(arr)
         elif pd.api.types.infer_dtype(col, skipna=True) == "string":
             arr = pa.array(col.astype(object).to_numpy(), type=pa.large_string(),
                            from_pandas=True)
@@ -234,3 +239,25 @@ def _write_arrow(safe: pd.DataFrame, path: str | Path) -> bool:
         fh.write((",".join(safe.columns) + "\n").encode())
         pcsv.write_csv(table, fh, pcsv.WriteOptions(include_header=False, quoting_style="none"))
     return True
+
+
+def _float_cells(values: Any) -> Any:
+    """A float column for Arrow's CSV writer that reads back as float (None: leave to pandas).
+
+    Arrow writes ``1.0`` as ``1``: a column of whole numbers alone would read back as int64. A
+    column with an empty (NaN) or fractional cell reads as float anyway; a whole one is written
+    ``1.0``, ``-3.0`` as pandas writes it. Infinities, whole values from 2**53 (Arrow may write
+    them as integers) and ``-0.0`` (its sign) go to pandas' writer.
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if np.isinf(values).any():
+        return None
+    if np.isnan(values).any() or not np.array_equal(values, np.trunc(values)):
+        return pa.array(values, from_pandas=True)  # NaN: an empty cell
+    if (np.abs(values) >= 2.0 ** 53).any() or np.signbit(values[values == 0]).any():
+        return None
+    whole = pc.cast(pa.array(values.astype(np.int64)), pa.string())
+    return pc.binary_join_element_wise(whole, ".0", "")

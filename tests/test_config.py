@@ -165,7 +165,8 @@ def test_plain_composition_equals_hydras_for_every_verb(pulse_home):
                             ("train", ["data.path=/x y"]), ("train", ["seed=1_000"]),
                             ("train", ["tags.team=search"]), ("infer", ["alpha=inf"]),
                             ("train", ["features=all_text"]), ("score", ["history=null"]),
-                            ("infer", ["data.path='a,b'"]), ("train", ["nokey=1"])):
+                            ("infer", ["data.path='a,b'"]), ("train", ["nokey=1"]),
+                            ("infer", ["alpha=00.5"]), ("train", ["seed=01"])):
         assert compose_plain(verb, overrides) is None, (verb, overrides)
     assert compose("train", ["model=lightgbm", "seed=5"]).model.estimator.random_state == 5
     extra = {"features": {"name": "handed", "columns": {"turns": "count"}}, "alpha": 0.2}
@@ -175,11 +176,94 @@ def test_plain_composition_equals_hydras_for_every_verb(pulse_home):
 
 def test_plain_composition_gives_way_to_hydra_on_forms_it_does_not_read(tmp_path, monkeypatch):
     """A form outside the plain reader (an ``oc.env`` interpolation): None, Hydra composes."""
-    from pulse_ml import config_plain
+    from pulse_ml import config_plain, config_tree
 
     (tmp_path / "v.yaml").write_text("a: 1\nb: ${a}\nc: x${oc.env:HOME}\n")
-    monkeypatch.setattr(config_plain, "conf_dir", lambda: tmp_path)
+    monkeypatch.setattr(config_tree, "conf_dir", lambda: tmp_path)
     assert config_plain.compose_plain("v") is None
     (tmp_path / "v.yaml").write_text("a: 1e-3\nb: ${a}\nc: x-${a}\nd: 2024-01-01\n")
     assert config_plain.compose_plain("v") == {"a": 0.001, "b": 0.001, "c": "x-0.001",
                                                "d": "2024-01-01"}
+
+
+_BASE = "defaults:\n  - base\n  - _self_\n"
+EDGE_TREES = {  # (conf files, overrides, what the plain composition does): Hydra's own result
+    "missing over a value": ({"v.yaml": _BASE + "x: ???\n", "base.yaml": "x: 1\n"}, [],
+                             "gives way"),
+    "missing nested over a mapping": ({"v.yaml": _BASE + "m:\n  x: ???\n",
+                                       "base.yaml": "m:\n  x: {a: 1}\n"}, [], "gives way"),
+    "a value over missing": ({"v.yaml": _BASE + "x: 2\n", "base.yaml": "x: ???\n"}, [], "equal"),
+    "missing left missing": ({"v.yaml": "x: ???\ny: 1\n"}, [], "equal"),
+    "interpolation of missing": ({"v.yaml": "x: ???\ny: ${x}\n"}, [], "gives way"),
+    "interpolation of missing in text": ({"v.yaml": "x: ???\ny: a-${x}\n"}, [], "gives way"),
+    "number, flag keys": ({"v.yaml": "m:\n  1: a\n  2.5: b\n  true: c\n  0x10: d\n"}, [],
+                          "equal"),
+    "number key over a string key": ({"v.yaml": _BASE + "m:\n  1: a\n",
+                                      "base.yaml": "m:\n  '1': z\n  2: y\n"}, [], "equal"),
+    "null key": ({"v.yaml": "m:\n  null: a\n"}, [], "gives way"),
+    "leading zeros": ({"v.yaml": "a: 0.1\nb: 1\nc: 2\nd: 3\n"},
+                      ["a=00.5", "b=-00.5", "c=00", "d=01"], "gives way"),
+    "leading zero exponent": ({"v.yaml": "a: 0.1\n"}, ["a=00e1"], "gives way"),
+    "floats of Hydra's grammar": ({"v.yaml": "a: 0.1\nb: 1\nc: 2\nd: 3\ne: 4\nf: 5\n"},
+                                  ["a=5.", "b=-.5", "c=0e1", "d=1.e5", "e=-0", "f=10.25E-2"],
+                                  "equal"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EDGE_TREES))
+def test_plain_composition_equals_hydras_or_gives_way_on_edge_forms(case, tmp_path, monkeypatch):
+    """``???`` merged or interpolated, keys that YAML reads as numbers, and override numbers
+    with leading zeros: the plain composition returns Hydra's result or None (Hydra composes)."""
+    from pulse_ml import config, config_check, config_tree
+    from pulse_ml.config_plain import compose_plain
+
+    files, overrides, expected = EDGE_TREES[case]
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    for module in (config, config_check, config_tree):
+        monkeypatch.setattr(module, "conf_dir", lambda: tmp_path)
+    plain = compose_plain("v", overrides)
+    try:
+        hydra: object = to_yaml(config.hydra_compose_node("v", overrides))
+    except PulseError as exc:
+        hydra = exc
+    if expected == "equal":
+        assert plain is not None and to_yaml(plain) == hydra, (plain, hydra)
+    else:
+        assert plain is None, (plain, hydra)
+    if case == "missing over a value":
+        assert hydra == "x: 1\n"  # OmegaConf keeps the value ??? is merged over
+    if case.startswith("interpolation of missing"):
+        assert isinstance(hydra, PulseError) and "Missing mandatory value" in str(hydra)
+    if case == "leading zeros":
+        assert hydra == "a: '00.5'\nb: '-00.5'\nc: '00'\nd: '01'\n"  # strings in Hydra
+
+
+def test_duplicate_keys_are_refused_as_omegaconf_refuses_them(tmp_path, monkeypatch):
+    """A key written twice in one mapping: one message naming the file, line and key (OmegaConf
+    refuses it too, where plain YAML kept the last value); config_check reads the same way."""
+    from pulse_ml import config, config_check, config_tree
+    from pulse_ml.config_plain import compose_plain
+
+    (tmp_path / "v.yaml").write_text("x: 1\nm:\n  a: 1\n  a: 2\n")
+    for module in (config, config_check, config_tree):
+        monkeypatch.setattr(module, "conf_dir", lambda: tmp_path)
+    with pytest.raises(PulseError, match=r"v\.yaml: line 4: the key 'a' is written twice"):
+        compose_plain("v")
+    with pytest.raises(PulseError, match="duplicate key a"):
+        config.hydra_compose_node("v")
+    with pytest.raises(PulseError, match="written twice"):
+        config_check.quick_check("v", ["x=2"])
+
+
+def test_quick_check_types_values_as_omegaconf_reads_them(tmp_path, monkeypatch):
+    """config_check reads the tree config_plain composes: ``1e-3`` is a number (a plain
+    SafeLoader read it as text and let ``lr=abc`` through), a date stays text."""
+    from pulse_ml import config_check, config_tree
+
+    (tmp_path / "v.yaml").write_text("lr: 1e-3\nday: 2024-01-01\n")
+    for module in (config_check, config_tree):
+        monkeypatch.setattr(module, "conf_dir", lambda: tmp_path)
+    with pytest.raises(PulseError, match=r"lr='abc' is not a number \(default 0.001\)"):
+        config_check.quick_check("v", ["lr=abc"])
+    config_check.quick_check("v", ["lr=2e-3", "day=yesterday"])

@@ -92,3 +92,28 @@ def test_large_tables_read_back_the_same_through_either_writer(tmp_path):
     assert not names._write_arrow(neutralize_csv(frame), tmp_path / "no.csv")
     write_csv(frame, fast)
     assert pd.read_csv(fast, dtype={"session_id": str}).loc[5, "session_id"] == "a,b"
+
+
+def test_whole_number_float_columns_read_back_as_float_through_arrow(tmp_path):
+    """Arrow writes 1.0 as "1": a float column of whole numbers must still read back as float
+    (as pandas' writer gives it); -0.0 and infinities go to pandas' writer."""
+    import numpy as np
+
+    from pulse_ml import names
+
+    rng = np.random.default_rng(1)
+    n = names.ARROW_ROWS
+    frame = pd.DataFrame({"ask": rng.integers(0, 3, n),
+                          "weight": rng.integers(-5, 6, n).astype(float),
+                          "half": rng.integers(0, 4, n) / 2,  # whole and fractional cells
+                          "big": rng.integers(0, 2, n) * 1e15})
+    fast, slow = tmp_path / "fast.csv", tmp_path / "slow.csv"
+    assert names._write_arrow(neutralize_csv(frame), fast)
+    neutralize_csv(frame).to_csv(slow, index=False)
+    read = {p: pd.read_csv(p) for p in (fast, slow)}
+    pd.testing.assert_frame_equal(read[fast], read[slow])
+    assert read[fast].dtypes.to_dict() == frame.dtypes.to_dict()
+    pd.testing.assert_frame_equal(read[fast], frame)
+    for odd in (-0.0, np.inf, 2.0 ** 60):
+        frame.loc[0, "weight"] = odd
+        assert not names._write_arrow(frame, tmp_path / "no.csv")

@@ -220,6 +220,9 @@ def validate_frame(
         DataError: listing every problem found: the missing columns and the bad values of the
             columns present (a missing column does not hide the others' problems).
     """
+    # Positions, not labels: a caller's index (shuffled, filtered, 100..) would otherwise align
+    # the checked columns by label and the rest (started_at, extra columns) by position.
+    frame = frame.reset_index(drop=True)  # copy-on-write: no data copied
     problems = _check_columns(frame, features)
     # A missing column is a problem (the table is never returned): a stand-in lets the
     # columns present be checked too, so one message lists every problem of the file.

@@ -84,3 +84,35 @@ def test_jsonl_writer_keeps_started_at_as_iso_8601(tmp_path):
     assert [r["started_at"] for r in raw] == ["2026-03-01T09:00:00Z", "2026-03-02T10:30:05Z"]
     back = pd.to_datetime(read_frame(out)["started_at"], utc=True)
     assert (back == times).all()
+
+
+@pytest.mark.parametrize("index", ["shuffled", "offset"])
+def test_a_callers_index_changes_no_row_and_no_monitor_number(index):
+    """Python API: a frame whose index is not 0..n-1 (rows sampled, or labels from 100)
+    validates to the same table as its reset-index copy, so monitor()'s looks are the same
+    (the checked columns were aligned by label and started_at by position)."""
+    from pulse_ml.inference.monitor import MonitorSettings, monitor
+    from pulse_ml.stats.sequential.simulation import simulate_monitoring
+
+    data = simulate_monitoring(1, n_days=6, labeled_per_day=8, unlabeled_per_day=20,
+                               effect=0.4, n_users=30, seed=5)[0]
+    n = data["arm"].size
+    start = pd.Timestamp("2025-06-02", tz="UTC")
+    seconds = data["look"] * 86_400 + np.random.default_rng(5).integers(0, 86_400, n)
+    frame = pd.DataFrame({
+        "session_id": [f"s{i}" for i in range(n)], "user_id": [f"u{u}" for u in data["users"]],
+        "case_study": "cs", "condition": np.where(data["arm"] == 1, "b", "a"),
+        "rating": data["rating"], "x": data["prediction"],
+        "started_at": start + pd.to_timedelta(seconds, unit="s"), "extra": np.arange(n)})
+    if index == "shuffled":
+        frame = frame.sample(frac=1.0, random_state=3)
+    else:
+        frame.index = pd.RangeIndex(100, 100 + n)
+    reset = frame.reset_index(drop=True)
+    got, want = (validate_frame(f, "s.csv", FEATURES, {}) for f in (frame, reset))
+    pd.testing.assert_frame_equal(got.frame, want.frame)
+    now = pd.Timestamp("2026-01-01", tz="UTC")
+    settings = MonitorSettings(lambda_rule="arm")
+    looks = [monitor(t, t.frame["x"].to_numpy(), settings, now=now).frame for t in (got, want)]
+    assert looks[1]["effect"].notna().any()
+    pd.testing.assert_frame_equal(looks[0], looks[1])
