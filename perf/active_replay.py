@@ -109,22 +109,31 @@ def _saved(active: dict, uniform: dict) -> str:
     return f"{100 * (1 - ratio**2):.1f}±{100 * 2 * ratio * se_ratio:.1f}"
 
 
-def replay(args) -> None:
-    home = Path(tempfile.mkdtemp(prefix="active_replay_"))
+def split_and_train(args, prefix: str):
+    """A fresh store, the data set split by user (``--train-share``), a model on the train part.
+
+    Returns:
+        The table, the boolean mask of its training rows, and the trained ensemble.
+    """
+    home = Path(tempfile.mkdtemp(prefix=prefix))
     os.environ["PULSE_HOME"] = str(home)
     os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{home / 'mlruns' / 'mlflow.db'}"
     (home / "mlruns").mkdir(parents=True)
-    from pulse_ml.inference.active import active_weights
-    from pulse_ml.stats.active_design import scale_to_budget, width_ratio
-    from pulse_ml.stats.arm_effect import compare_arms
-    from pulse_ml.stats.arm_inputs import Arm
-
     table, feats, _ = table_of(args.data, home)
     rng = np.random.default_rng(args.split_seed)
     users = table["user_id"].astype(str).unique()
     train_users = set(rng.choice(users, int(args.train_share * users.size), replace=False))
     in_train = table["user_id"].astype(str).isin(train_users).to_numpy()
-    ensemble = train(table[in_train], feats, home, args.model)
+    return table, in_train, train(table[in_train], feats, home, args.model)
+
+
+def replay(args) -> None:
+    from pulse_ml.inference.active import active_weights
+    from pulse_ml.stats.active_design import scale_to_budget, width_ratio
+    from pulse_ml.stats.arm_effect import compare_arms
+    from pulse_ml.stats.arm_inputs import Arm
+
+    table, in_train, ensemble = split_and_train(args, "active_replay_")
     err = ensemble.error_model
     rest = table[~in_train & (table["case_study"].astype(str) != "")].reset_index(drop=True)
     f = ensemble.predict(rest)

@@ -30,16 +30,14 @@ weights' own cost at small n, so these are upper bounds of what the replay can s
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from active_replay import table_of, train  # noqa: E402
+from active_replay import split_and_train  # noqa: E402
 
 
 def _saved(t: np.ndarray, pred: np.ndarray, budget: float, share: float) -> float:
@@ -87,18 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--split-seed", type=int, default=0)
     p.add_argument("--model", default="hist_gb")
     args = p.parse_args(argv)
-    home = Path(tempfile.mkdtemp(prefix="err_ceiling_"))
-    os.environ["PULSE_HOME"] = str(home)
-    os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{home / 'mlruns' / 'mlflow.db'}"
-    (home / "mlruns").mkdir(parents=True)
     from pulse_ml.models.error_model import CANDIDATES, _regressor, design, ppi_shift
 
-    table, feats, _ = table_of(args.data, home)
-    rng = np.random.default_rng(args.split_seed)
-    users = table["user_id"].astype(str).unique()
-    train_users = set(rng.choice(users, int(args.train_share * users.size), replace=False))
-    in_train = table["user_id"].astype(str).isin(train_users).to_numpy()
-    ens = train(table[in_train], feats, home, args.model)
+    table, in_train, ens = split_and_train(args, "err_ceiling_")
     err = ens.error_model
     tr = table[in_train].reset_index(drop=True)
     oof = ens.oof.set_index("session_id").loc[tr["session_id"].astype(str), "prediction"]

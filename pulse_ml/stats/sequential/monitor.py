@@ -91,6 +91,32 @@ def _fail(msg: str) -> PulseError:
     return PulseError(f"monitor: {msg}")
 
 
+def look_table(cols: dict[str, list], group_values: NDArray | None, n_groups: int,
+               n_looks: int) -> pd.DataFrame:
+    """The per-look table: one row per (group, look, estimator) from per-estimator columns.
+
+    Args:
+        cols: Column name -> one (n_groups * n_looks,) array per estimator (in ESTIMATORS order).
+        group_values: Group labels (None: no ``group`` column).
+        n_groups: Number of groups.
+        n_looks: Number of looks.
+
+    Returns:
+        The table, counts as int64.
+    """
+    data: dict[str, object] = {}
+    if group_values is not None:
+        data["group"] = np.repeat(group_values, n_looks * 2)
+    data["look"] = np.tile(np.repeat(np.arange(n_looks), 2), n_groups)
+    data["estimator"] = np.tile(np.array(ESTIMATORS, dtype=object), n_groups * n_looks)
+    for k, parts in cols.items():
+        data[k] = np.column_stack(parts).reshape(-1)
+    table = pd.DataFrame(data)
+    for k in ("n_labeled", "n_unlabeled", "units_control", "units_treatment"):
+        table[k] = table[k].round().astype(np.int64)
+    return table
+
+
 def _int_codes(x: ArrayLike, name: str, n: int) -> tuple[NDArray[np.int64], NDArray]:
     arr = np.asarray(x)
     if arr.ndim != 1 or arr.size != n:
@@ -313,17 +339,7 @@ def monitor_effect(
             ("time_shift", np.where(valid, shifts[name], np.nan)),
         ):
             cols[k].append(v)
-    rows = n_groups * n_looks
-    data: dict[str, object] = {}
-    if group_values is not None:
-        data["group"] = np.repeat(group_values, n_looks * 2)
-    data["look"] = np.tile(np.repeat(np.arange(n_looks), 2), n_groups)
-    data["estimator"] = np.tile(np.array(ESTIMATORS, dtype=object), rows)
-    for k, parts in cols.items():
-        data[k] = np.column_stack(parts).reshape(-1)
-    table = pd.DataFrame(data)
-    for k in ("n_labeled", "n_unlabeled", "units_control", "units_treatment"):
-        table[k] = table[k].round().astype(np.int64)
+    table = look_table(cols, group_values, n_groups, n_looks)
     return MonitorResult(
         table=table,
         stops=stops_table(table, group_values, n_groups, n_looks),

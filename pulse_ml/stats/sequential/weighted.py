@@ -55,6 +55,7 @@ from pulse_ml.stats.sequential.monitor import (
     _int_codes,
     _prepare,
     _target,
+    look_table,
 )
 from pulse_ml.stats.sequential.small_sample import t_multiplier
 from pulse_ml.stats.sequential.stops import ESTIMATORS, stops_table
@@ -335,16 +336,7 @@ def weighted_monitor(
                            ("window_effect", np.where(valid, window[name], np.nan)),
                            ("time_shift", np.where(valid, shifts[name], np.nan))):
                 cols[key].append(np.asarray(v, dtype=np.float64))
-    data: dict[str, object] = {}
-    if group_values is not None:
-        data["group"] = np.repeat(group_values, n_looks * 2)
-    data["look"] = np.tile(np.repeat(np.arange(n_looks), 2), n_groups)
-    data["estimator"] = np.tile(np.array(ESTIMATORS, dtype=object), n_seg)
-    for k, parts in cols.items():
-        data[k] = np.column_stack(parts).reshape(-1)
-    table = pd.DataFrame(data)
-    for k in ("n_labeled", "n_unlabeled", "units_control", "units_treatment"):
-        table[k] = table[k].round().astype(np.int64)
+    table = look_table(cols, group_values, n_groups, n_looks)
     return MonitorResult(table=table, stops=stops_table(table, group_values, n_groups, n_looks),
                          alpha=float(alpha), target_labels=t_star / per_label,
                          clustered=users is not None, lambda_rule="arm",
