@@ -15,8 +15,8 @@ error message) whenever anything is not exactly what it was checked against:
 * MLflow workspaces are enabled, the alias is ``latest`` (MLflow resolves it specially), the
   URI is not ``models:/name@alias`` or ``models:/name/N``, or no live version matches;
 * the version is not ``READY``, its files are not local, its ``MLmodel`` is not a pyfunc
-  ``python_model`` with an ``ensemble`` artifact, or that artifact is not a loadable
-  :class:`~pulse_ml.models.crossfit.CrossFitEnsemble`.
+  ``python_model`` (whose file is there) with an ``ensemble`` artifact, or that artifact is
+  not a loadable :class:`~pulse_ml.models.crossfit.CrossFitEnsemble`.
 
 The database is opened with ``mode=ro``; nothing is written.
 """
@@ -151,10 +151,13 @@ def ensemble_path(folder: Path) -> Path | None:
         flavor = meta["flavors"]["python_function"]
         if flavor.get("loader_module") != PYFUNC_LOADER or not flavor.get("python_model"):
             return None
+        wrapper = Path(str(flavor["python_model"]))
         rel = Path(str(flavor["artifacts"][ENSEMBLE_ARTIFACT]["path"]))
     except Exception:  # noqa: BLE001 - any other shape: MLflow's loader decides
         return None
-    if rel.is_absolute() or ".." in rel.parts:
+    if any(p.is_absolute() or ".." in p.parts for p in (rel, wrapper)):
+        return None
+    if not (folder / wrapper).is_file():  # the pyfunc wrapper is gone: MLflow names it
         return None
     path = folder / rel
     return path if path.is_file() else None

@@ -137,3 +137,17 @@ def test_missing_files_give_mlflows_message(pulse_home, trained_home):
     with pytest.raises(PulseError) as mlflow_error:
         analysis.open_model(CHAMPION)
     assert str(fast_error.value) == str(mlflow_error.value)
+
+
+@pytest.mark.parametrize("damage", [b"garbage\n", None])
+def test_corrupt_artifact_gives_mlflows_message(pulse_home, trained_home, damage):
+    trained_home(*TRAIN)
+    version = sqlite_registry.find_version(_db(pulse_home), CHAMPION)
+    path = sqlite_registry.ensemble_path(sqlite_registry.model_folder(version))
+    path.write_bytes(damage if damage is not None else path.read_bytes()[:200])
+    assert sqlite_registry.open_version(_db(pulse_home), CHAMPION) is None
+    with pytest.raises(PulseError, match=r"ensemble.joblib\) is corrupt") as fast_error:
+        analysis.open_model(CHAMPION, fast=True)
+    with pytest.raises(PulseError) as mlflow_error:
+        analysis.open_model(CHAMPION)
+    assert str(fast_error.value) == str(mlflow_error.value)
