@@ -121,7 +121,8 @@ def run(cfg: Node):
     model = open_model(job.model_uri)
     version = model.version
     raw = with_free_text(raw, job.data_path, model.ensemble.features.of_kind("text"))
-    data = honest_data(raw, job.data_path, model.ensemble, job.case_studies, [name], mode)
+    data = honest_data(raw, job.data_path, model.ensemble, job.case_studies, [name], mode,
+                       case_study_rows=True)  # its checks read no other session's prediction
     table, preds, notes = data.table, data.predictions, data.notes
     study = table.case_study(name)
     truth = _truth_check(job, table, preds, study)

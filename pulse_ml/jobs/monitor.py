@@ -241,7 +241,8 @@ def run_settings(job: MonitorJob) -> Monitoring:
     model = open_model(job.model_uri, write_store=job.log_mlflow)
     ensemble, version = model.ensemble, model.version
     raw = with_free_text(raw, job.data_path, ensemble.features.of_kind("text"))
-    data = honest_data(raw, job.data_path, ensemble, job.case_studies, job.only, "crossfit")
+    data = honest_data(raw, job.data_path, ensemble, job.case_studies, job.only, "crossfit",
+                       case_study_rows=True)  # the sequences read the case studies' rows only
     table = data.table
     check_monitorable(table)
     result = monitor(table, data.predictions, job.settings)

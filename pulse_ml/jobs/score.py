@@ -89,7 +89,7 @@ def run(cfg) -> ScoreResult:
     if job.engine == "spark":  # no local preflight: the input may be s3a:// or a directory
         return _run_spark(job)
     preflight(Path(job.data_path), Path(job.out), job.settings)  # fail fast, before the model
-    model = open_model(job.model_uri)
+    model = open_model(job.model_uri, fast=True)  # no MLflow import on a local store
     ensemble = model.ensemble
     label = job.model_uri + (f" (version {model.version_number})"
                              if model.version is not None else "")

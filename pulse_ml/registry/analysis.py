@@ -87,13 +87,17 @@ class AnalysisModel:
                 f"'{self.feature_set}')")
 
 
-def open_model(model_uri: str, write_store: bool = False) -> AnalysisModel:
+def open_model(model_uri: str, write_store: bool = False, fast: bool = False) -> AnalysisModel:
     """Load the registered model (read-only store) for an analysis.
 
     Args:
         model_uri: The MLflow model URI.
         write_store: Connect to the store for writing first (a job that logs a run), so a
             read-only store fails before the model is loaded and the work is done.
+        fast: Without importing MLflow when it can (a local SQLite store at a known schema,
+            :mod:`~pulse_ml.registry.sqlite_registry`); ``version`` is then a
+            :class:`~pulse_ml.registry.sqlite_registry.StoredVersion` (number, run, tags), not
+            MLflow's ``ModelVersion``. For jobs that log no run (``score``).
 
     Raises:
         PulseError: no store, an unknown model, missing or corrupt artifacts, a model that is
@@ -103,7 +107,28 @@ def open_model(model_uri: str, write_store: bool = False) -> AnalysisModel:
 
     if write_store:
         store.connect(write=True)
+    elif fast:
+        found = _open_sqlite(model_uri)
+        if found is not None:
+            return found
     ensemble, version = models.load_model(model_uri)
+    return AnalysisModel(uri=model_uri, ensemble=ensemble, version=version)
+
+
+def _open_sqlite(model_uri: str) -> AnalysisModel | None:
+    """The model read straight from a local SQLite store (no MLflow import), or None."""
+    from pulse_ml.registry import lookup, sqlite_registry, store
+
+    if sqlite_registry.parse_uri(model_uri) is None:
+        return None
+    lookup.require_store(model_uri)
+    check = store.check_sqlite()  # the guard's checks, as store.connect runs them
+    if check is None or check.fresh or check.db is None:
+        return None
+    found = sqlite_registry.open_version(check.db, model_uri)
+    if found is None:
+        return None
+    ensemble, version = found
     return AnalysisModel(uri=model_uri, ensemble=ensemble, version=version)
 
 

@@ -87,7 +87,7 @@ def connect(write: bool = True) -> guard.StoreCheck:
         logging.getLogger("mlflow").setLevel(logging.CRITICAL)
     uri = tracking_uri()
     # Read before set_tracking_uri, which exports MLFLOW_TRACKING_URI for subprocesses.
-    explicit = bool(os.environ.get("MLFLOW_TRACKING_URI")) and uri not in _DEFAULTS
+    explicit = _explicit(uri)
     mlflow.set_tracking_uri(uri)
     mlflow.set_registry_uri(uri)
     if dbprobe.sqlite_file(uri) is not None:
@@ -112,6 +112,29 @@ def connect(write: bool = True) -> guard.StoreCheck:
     if write:
         _CONNECTED[(uri, False)] = check
     return check
+
+
+def _explicit(uri: str) -> bool:
+    """Whether the user named ``uri`` (``MLFLOW_TRACKING_URI``) rather than this process."""
+    return bool(os.environ.get("MLFLOW_TRACKING_URI")) and uri not in _DEFAULTS
+
+
+def check_sqlite() -> guard.StoreCheck | None:
+    """The read-only checks :func:`connect` runs, for a local SQLite store, without MLflow.
+
+    Returns:
+        The :class:`~pulse_ml.registry.guard.StoreCheck`, or None when the store is not a
+        local SQLite file (only :func:`connect` checks those).
+
+    Raises:
+        PulseError: as :func:`connect` (a foreign, damaged or truncated database, ...).
+    """
+    uri = tracking_uri()
+    if dbprobe.sqlite_file(uri) is None:
+        return None
+    known = _CONNECTED.get((uri, False))
+    return known if known is not None else guard.check_store(uri, explicit=_explicit(uri),
+                                                              write=False)
 
 
 def setup(experiment: str) -> str:

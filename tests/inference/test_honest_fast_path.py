@@ -105,3 +105,49 @@ def test_case_study_rows_only_leave_infer_unchanged(small_demo):
         effects = [effects_frame([analyse(d.table, d.predictions, s, settings)
                                   for s in d.table.case_studies]) for d in (full, part)]
         pd.testing.assert_frame_equal(effects[0], effects[1])
+
+
+@pytest.mark.parametrize("asked", [False, True])
+def test_case_study_rows_only_leave_audit_and_monitor_unchanged(small_demo, asked):
+    """``audit`` and ``monitor`` run the model on their case studies' sessions only.
+
+    Their results (split-half and consistency checks, the truth check's intervals, the
+    monitor's per-look table, stops and notes) equal those of predicting every session, also
+    for a case study asked by a varying ``request_prob`` (weights from the in-study rows).
+    """
+    from pulse_ml.inference.audit import consistency, split_half
+    from pulse_ml.inference.monitor import MonitorSettings, monitor
+
+    ensemble = _ensemble(small_demo, "lightgbm")
+    raw = pd.read_parquet(small_demo)
+    if asked:  # varies within every arm; the labeled sessions stay as simulated
+        raw["request_prob"] = np.random.default_rng(5).uniform(0.3, 1.0, len(raw))
+    configured = load_configured()
+    settings = InferenceSettings(n_permutations=200)
+    for mode in ("crossfit", "in_sample"):
+        full, part = (honest_data(raw, "demo.parquet", ensemble, configured, ["plan"], mode,
+                                  case_study_rows=rows) for rows in (False, True))
+        assert np.isnan(part.predictions).any() and (part.notes == full.notes)
+        study = full.table.case_study("plan")
+        runs = [(split_half(d.table, d.predictions, study, settings, 60, 3),
+                 consistency(d.table, d.predictions, study, settings, 40, 0.5, 3),
+                 analyse(d.table, d.predictions, study, settings).comparison)
+                for d in (full, part)]
+        (half, check, comp), (half2, check2, comp2) = runs
+        assert (half.verdict, half.reason, half.notes) == (half2.verdict, half2.reason,
+                                                           half2.notes)
+        assert asked == bool(half.notes)  # the weighted path really ran
+        for method, audit in half.audits.items():
+            pd.testing.assert_frame_equal(audit.per_replication,
+                                          half2.audits[method].per_replication)
+        pd.testing.assert_frame_equal(check.per_replication, check2.per_replication)
+        assert (comp.naive, comp.augmented) == (comp2.naive, comp2.augmented)
+    full, part = (honest_data(raw, "demo.parquet", ensemble, configured, None, "crossfit",
+                              case_study_rows=rows) for rows in (False, True))
+    assert np.isnan(part.predictions).any()
+    seen = [monitor(d.table, d.predictions, MonitorSettings(min_units_per_arm=5))
+            for d in (full, part)]
+    pd.testing.assert_frame_equal(seen[0].frame, seen[1].frame)
+    pd.testing.assert_frame_equal(seen[0].stops, seen[1].stops)
+    assert (seen[0].notes, seen[0].warnings, seen[0].targets) == (
+        seen[1].notes, seen[1].warnings, seen[1].targets)
