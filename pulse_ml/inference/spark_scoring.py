@@ -12,6 +12,7 @@ every node (``env_manager="local"``).
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -76,6 +77,8 @@ def spark_session(master: str | None = None, app_name: str = "pulse-ml score"):
 
     warnings.filterwarnings("ignore", message=PANDAS_WARNING, category=FutureWarning)
     master = master or os.environ.get("SPARK_MASTER") or "local[*]"
+    if master.startswith("local"):  # local workers run this Python (a venv not on PATH too)
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (SparkSession.builder.master(master).appName(app_name)
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")
                .config("spark.ui.enabled", "false")
