@@ -17,6 +17,17 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 # libgomp spins idle threads by default; with 2 cores and parallel work that stalls fits.
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+# Two xdist workers share the 2 cores: a multi-threaded BLAS in each oversubscribes them (a
+# 20 s response-model simulation took 300 s, the randomization coverage 4x its time). One BLAS
+# thread per worker, and per CLI process a test starts (read when numpy loads).
+for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+try:
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1, user_api="blas")  # numpy may be loaded already
+except ImportError:  # pragma: no cover - scikit-learn brings it
+    pass
 # A shell without job control starts background commands (`pytest &`, `nohup ... &` in a
 # script) with SIGINT ignored, and every child inherits that: Python then installs no
 # KeyboardInterrupt handler, so the Ctrl-C tests would test nothing. Run as in a terminal.
