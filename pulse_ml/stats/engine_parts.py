@@ -55,10 +55,6 @@ class EngineResult:
     lambda_noise_var: Array  # variance added for the tuned lambdas' own noise (0 without z)
 
 
-def _quad(u: Array, gram: Array, v: Array) -> Array:
-    return np.einsum("rk,rkl,rl->r", u, gram, v)
-
-
 def _ratio(num: Array, den: Array) -> Array:
     return np.divide(num, den, out=np.zeros(np.broadcast(num, den).shape), where=den > 0)
 
@@ -104,7 +100,7 @@ def _box_ls(s: dict[str, Array], ub_t: Array, ub_c: Array) -> tuple[Array, Array
     return lts[best, cols], lcs[best, cols]
 
 
-def _pooled_floor(mom: Moments, a: int, empirical: Array, clustered: bool) -> Array:
+def _pooled_floor(mom: Moments, empirical: Array, clustered: bool) -> Array:
     """Extra variance so the unlabeled mean's variance is at least its pooled-prediction value.
 
     ``V_pool = s^2 (N + icc (sum_h N_h^2 - N)) / N^2``: ``s^2`` (ddof 1) and the intra-user
@@ -112,26 +108,27 @@ def _pooled_floor(mom: Moments, a: int, empirical: Array, clustered: bool) -> Ar
     the arm, labeled and unlabeled, as ppi_py pools them for its lambda; ``N_h`` = unlabeled
     sessions of user h. With few unlabeled sessions (or users) the empirical variance of their
     mean has almost no degrees of freedom (exactly 0 at N = 1); the floor keeps lambda from
-    exploiting that noise.
+    exploiting that noise. Both arms at once: ``empirical`` and the result have shape (R, 2).
     """
-    tot = mom.tot[:, a, :]
-    n, n_unl = tot[:, _I["m"]], tot[:, _I["mu"]]
+    tot = mom.tot
+    n, n_unl = tot[..., _I["m"]], tot[..., _I["mu"]]
     big_m = n + n_unl
-    s1 = tot[:, _I["sf"]] + tot[:, _I["su"]]
-    s2 = tot[:, _I["sff"]] + tot[:, _I["suu"]]
-    ss_total = np.maximum(s2 - _ratio(s1**2, big_m), 0.0)
+    s1 = tot[..., _I["sf"]] + tot[..., _I["su"]]
+    s2 = tot[..., _I["sff"]] + tot[..., _I["suu"]]
+    mean_part = _ratio(s1**2, big_m)
+    ss_total = np.maximum(s2 - mean_part, 0.0)
     var = _ratio(ss_total, big_m - 1.0)
     icc = np.zeros_like(var)
     if clustered:
-        g = mom.g_all[:, a]
-        ss_between = np.maximum(mom.t2_over_m[:, a] - _ratio(s1**2, big_m), 0.0)
+        g = mom.g_all
+        ss_between = np.maximum(mom.t2_over_m - mean_part, 0.0)
         ss_within = np.maximum(ss_total - ss_between, 0.0)
         ms_b = _ratio(ss_between, g - 1.0)
         ms_w = _ratio(ss_within, big_m - g)
-        n0 = _ratio(big_m - _ratio(mom.m2[:, a], big_m), g - 1.0)
+        n0 = _ratio(big_m - _ratio(mom.m2, big_m), g - 1.0)
         sigma_b = np.maximum(_ratio(ms_b - ms_w, n0), 0.0)
         icc = np.clip(_ratio(sigma_b, sigma_b + ms_w), 0.0, 1.0)
-    v_pool = var * _ratio(n_unl + icc * (mom.mu2[:, a] - n_unl), n_unl**2)
+    v_pool = var * _ratio(n_unl + icc * (mom.mu2 - n_unl), n_unl**2)
     return np.maximum(v_pool - empirical, 0.0)
 
 
