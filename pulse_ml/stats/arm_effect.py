@@ -303,7 +303,7 @@ def compare_arms(
         alpha=alpha, cr2=cr2,
         lab_z=(labeled_cluster_lin(arms, n_codes, singleton, cr2=cr2, prepared=sums)
                if small_sample and lambda_noise else None),
-        kish=kish_sums(arms, n_codes) if cr2 else None)
+        kish=kish_sums(arms, n_codes, prepared=sums) if cr2 else None)
     refuse_degenerate(res, clustered)
     q_n, q_a = engine.quantile(alpha, res.naive_df)[0], engine.quantile(alpha, res.aug_df)[0]
     naive = _estimate(res.naive_effect[0], res.naive_se[0], q_n, res.naive_df[0])

@@ -43,9 +43,7 @@ def labeled_cluster_lin(arms: list[tuple], n_codes: int,
     """
     prep = prepared if prepared is not None else arm_samples(arms, n_codes, singleton_unl)
     samples = prep.samples
-    present = samples[0].present | samples[2].present
-    codes = np.flatnonzero(present)
-    rank = np.cumsum(present) - 1
+    codes, rank = prep.labeled
     r = prep.arms[0][1].shape[0]
     out = np.zeros((r, codes.size, 2 * len(LIN)))
     for a in (0, 1):
@@ -88,7 +86,7 @@ def _icc(codes: NDArray[np.intp], y: Array, n_codes: int) -> Array:
     return np.clip(np.where(s2 > 0, rho, 0.0), 0.0, 1.0)
 
 
-def kish_sums(arms: list[tuple], n_codes: int) -> Array:
+def kish_sums(arms: list[tuple], n_codes: int, prepared: ArmSamples | None = None) -> Array:
     """Effective numbers of labeled clusters per arm and of the effect, shape (R, 3).
 
     The dfs of :func:`pulse_ml.stats.effect_engine.solve` (Bell-McCaffrey under a working
@@ -99,13 +97,19 @@ def kish_sums(arms: list[tuple], n_codes: int) -> Array:
     effect's ``v_g = v_c,g / W_c^2 + v_t,g / W_t^2`` counts a user with labels in both arms once.
     Computed from the unscaled sums, which a CR2-scaled Gram matrix no longer holds.
     ``n_codes`` is not needed (the labeled clusters are renumbered); kept for the callers.
+    ``prepared``: the arms' per-cluster sums (:func:`~.cluster_samples.arm_samples`), whose
+    labeled codes give the renumbering without a sort.
     """
     v, w_tot = [], []
     # only labeled clusters carry shares: renumber them 0..G_L-1 (arrays sized by the labels)
-    labeled = np.concatenate([arm[0] for arm in arms])
-    uniq, inverse = np.unique(labeled, return_inverse=True)
-    g_l = uniq.size
-    split = np.split(inverse.astype(np.intp), [arms[0][0].size])
+    if prepared is not None:
+        codes, rank = prepared.labeled
+        g_l, split = codes.size, [rank[arm[0]] for arm in prepared.arms]
+    else:
+        labeled = np.concatenate([arm[0] for arm in arms])
+        uniq, inverse = np.unique(labeled, return_inverse=True)
+        g_l = uniq.size
+        split = np.split(inverse.astype(np.intp), [arms[0][0].size])
     for (_, y, _, w, _, _), cl in zip(arms, split, strict=True):
         w = np.broadcast_to(w, y.shape)
         a = bincount(cl, w * w, g_l)

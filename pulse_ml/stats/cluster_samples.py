@@ -95,30 +95,35 @@ class Sample:
         return self.sums[:, codes] if self.dense else self.sums[:, self.rank[codes]]
 
 
-def _sample(codes: NDArray[np.intp], cols: list[Array | None], n_codes: int) -> Sample:
-    """Per-cluster sums of ``cols`` (``None``: the session count, a bincount without weights)."""
-    count = np.bincount(codes, minlength=n_codes)
-    present = count > 0
-    r = next(v.shape[0] for v in cols if v is not None)
-    dense = codes.size >= DENSE_SHARE * n_codes
-    rank = None
-    if dense:
-        sums = [np.broadcast_to(count.astype(float), (r, n_codes)) if v is None
-                else bincount(codes, v, n_codes) for v in cols]
-    else:
-        rank = np.cumsum(present) - 1
-        k = int(rank[-1]) + 1 if n_codes else 0
-        ranked = rank[codes]
-        sums = [np.broadcast_to(count[present].astype(float), (r, k)) if v is None
-                else bincount(ranked, v, k) for v in cols]
-    tot = np.stack([v.sum(axis=-1) for v in sums], axis=-1)  # contiguous rows: fast sums
-    return Sample(present, np.stack(sums, axis=-1), tot, dense, rank)
+# lab_columns as products of (1, w, y, f): 1*1, w*1, w*y, w*f, 1*f, w*w, 1*y, y*y, f*f (exact)
+_LEFT = np.array([0, 1, 1, 1, 0, 1, 0, 2, 3])
+_RIGHT = np.array([0, 0, 2, 3, 3, 1, 2, 2, 3])
 
 
 def labeled_sample(codes: NDArray[np.intp], y: Array, f: Array, w: Array, n_codes: int
                    ) -> Sample:
-    """The labeled sessions' :func:`lab_columns` per cluster (values of shape (R, n))."""
-    return _sample(codes, lab_columns(y, f, np.broadcast_to(w, y.shape)), n_codes)
+    """The labeled sessions' :func:`lab_columns` per cluster (values of shape (R, n)).
+
+    All columns (and replications) in one ``np.bincount``: each cluster's sums add its
+    sessions in the same order as one bincount per column, so the values are the same.
+    """
+    count = np.bincount(codes, minlength=n_codes)
+    present = count > 0
+    rank = None
+    if codes.size >= DENSE_SHARE * n_codes:
+        keys, k = codes, n_codes
+    else:
+        rank = np.cumsum(present) - 1
+        k = int(rank[-1]) + 1
+        keys = rank[codes]
+    r = y.shape[0]
+    base = np.stack([np.ones_like(y), np.broadcast_to(w, y.shape), y, f], axis=1)  # (R, 4, n)
+    cols = base[:, _LEFT] * base[:, _RIGHT]  # (R, 9, n)
+    flat = (keys + k * np.arange(r * N_LAB_COLS)[:, None]).ravel()
+    sums = np.bincount(flat, weights=cols.ravel(), minlength=r * N_LAB_COLS * k)
+    sums = sums.reshape(r, N_LAB_COLS, k)
+    return Sample(present, np.ascontiguousarray(sums.transpose(0, 2, 1)), sums.sum(axis=-1),
+                  rank is None, rank)
 
 
 _SPAN = 1 << 18  # fewest values per block of a centered pass over unlabeled predictions
@@ -168,6 +173,12 @@ class ArmSamples:
     arms: list[tuple]
     n_codes: int
     samples: list[Sample | None]
+
+    @cached_property
+    def labeled(self) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+        """Codes with a label in either arm and each code's row among them (``rank``)."""
+        present = self.samples[0].present | self.samples[2].present
+        return np.flatnonzero(present), np.cumsum(present) - 1
 
 
 def arm_samples(arms: list[tuple], n_codes: int,
