@@ -55,8 +55,12 @@ class EngineResult:
     lambda_noise_var: Array  # variance added for the tuned lambdas' own noise (0 without z)
 
 
-def _ratio(num: Array, den: Array) -> Array:
-    return np.divide(num, den, out=np.zeros(np.broadcast(num, den).shape), where=den > 0)
+def _ratio(num: Array | float, den: Array) -> Array:
+    """``num / den`` where ``den > 0``, else 0."""
+    shape = np.shape(den)
+    if np.shape(num) not in (shape, ()):  # np.broadcast only when the shapes differ
+        shape = np.broadcast(num, den).shape
+    return np.divide(num, den, out=np.zeros(shape), where=den > 0)
 
 
 def _cr(g: Array, lost: float | Array) -> Array:
@@ -66,7 +70,7 @@ def _cr(g: Array, lost: float | Array) -> Array:
 
 def _clip_min(num: Array, den: Array, ub: Array) -> Array:
     """Minimize over [0, ub] of ``2 lam num + lam^2 den`` (den >= 0)."""
-    return np.clip(_ratio(-num, den), 0.0, ub)
+    return np.minimum(np.maximum(_ratio(-num, den), 0.0), ub)  # = np.clip, without wrappers
 
 
 def _box_ls(s: dict[str, Array], ub_t: Array, ub_c: Array) -> tuple[Array, Array]:
@@ -81,18 +85,17 @@ def _box_ls(s: dict[str, Array], ub_t: Array, ub_c: Array) -> tuple[Array, Array
     def q(lt: Array, lc: Array) -> Array:
         return 2 * lt * rt + 2 * lc * rc + lt**2 * tt + 2 * lt * lc * tc + lc**2 * cc
 
-    cands = []
-    for lc in (np.zeros_like(ub_c), ub_c):
-        cands.append((_clip_min(rt + tc * lc, tt, ub_t), lc))
-    for lt in (np.zeros_like(ub_t), ub_t):
-        cands.append((lt, _clip_min(rc + tc * lt, cc, ub_c)))
+    lc_edge = np.stack([np.zeros_like(ub_c), ub_c])  # the four edges, two at a time
+    lt_edge = np.stack([np.zeros_like(ub_t), ub_t])
+    lt_of_lc = _clip_min(rt + tc * lc_edge, tt, ub_t)
+    lc_of_lt = _clip_min(rc + tc * lt_edge, cc, ub_c)
     det = tt * cc - tc**2
     ok = det > 1e-12 * np.maximum(tt * cc, 1e-300)
     lt_i = _ratio(-rt * cc + rc * tc, np.where(ok, det, 0.0))
     lc_i = _ratio(-rc * tt + rt * tc, np.where(ok, det, 0.0))
     inside = ok & (lt_i >= 0) & (lt_i <= ub_t) & (lc_i >= 0) & (lc_i <= ub_c)
-    lts = np.stack([c[0] for c in cands] + [np.where(inside, lt_i, 0.0)])
-    lcs = np.stack([c[1] for c in cands] + [np.where(inside, lc_i, 0.0)])
+    lts = np.concatenate([lt_of_lc, lt_edge, np.where(inside, lt_i, 0.0)[None]])
+    lcs = np.concatenate([lc_edge, lc_of_lt, np.where(inside, lc_i, 0.0)[None]])
     values = q(lts, lcs)
     values[-1] = np.where(inside, values[-1], np.inf)
     best = np.argmin(values, axis=0)
@@ -172,7 +175,7 @@ def _welch_df(v: Array, nu: Array, cap: Array) -> Array:
     num = v.sum(axis=1) ** 2
     den = (_ratio(v**2, nu)).sum(axis=1)
     df = np.where(den > 0, _ratio(num, den), nu.min(axis=1))
-    return np.clip(np.minimum(df, cap), 1.0, None)
+    return np.maximum(np.minimum(df, cap), 1.0)
 
 
 def quantile(alpha: float, df: Array) -> Array:

@@ -35,6 +35,7 @@ from numpy.typing import NDArray
 __all__ = ["NoiseSums", "lambda_noise_sums"]
 
 Array = NDArray[np.float64]
+_EYE = (np.eye(1)[None], np.eye(2)[None])  # identity of a fit with P = 1 or 2 lambdas
 
 
 @dataclass(frozen=True)
@@ -90,12 +91,14 @@ def lambda_noise_sums(z: Array, fits: list[tuple]) -> list[NoiseSums]:
         e_g = proj[..., start + 1 + 2 * p : start + 1 + 3 * p]
         start += 1 + 3 * p
         r_g, fit_g = eff[..., 0], np.einsum("rgp,rp->rg", eff[..., 1:], lam)
-        eye = np.eye(p)[None]
+        eye = _EYE[p - 1] if p <= len(_EYE) else np.eye(p)[None]
         mask = free[:, :, None] & free[:, None, :]
         a_free = np.where(mask, gram_a, 0.0) + np.where(free[:, :, None], 0.0, eye)
         scale = np.abs(a_free).max(axis=(1, 2), keepdims=True)
         a_free = a_free + 1e-12 * np.where(scale > 0, scale, 1.0) * eye
-        c = np.linalg.solve(a_free, (grad * free)[..., None])[..., 0]  # A_f^{-1} grad_f
+        rhs = grad * free
+        c = (rhs / a_free[:, 0] if p == 1  # A_f^{-1} grad_f
+             else np.linalg.solve(a_free, rhs[..., None])[..., 0])
         kappa = -np.einsum("rgp,rp->rg", d_g * e_g, c)
         out.append(NoiseSums(s1=np.einsum("rg,rg->r", r_g, kappa),
                              s2=np.einsum("rg,rg->r", fit_g, kappa),
