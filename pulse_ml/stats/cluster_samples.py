@@ -117,7 +117,8 @@ def labeled_sample(codes: NDArray[np.intp], y: Array, f: Array, w: Array, n_code
         k = int(rank[-1]) + 1
         keys = rank[codes]
     r = y.shape[0]
-    base = np.stack([np.ones_like(y), np.broadcast_to(w, y.shape), y, f], axis=1)  # (R, 4, n)
+    base = np.empty((r, 4, y.shape[1]))  # (1, w, y, f)
+    base[:, 0], base[:, 1], base[:, 2], base[:, 3] = 1.0, w, y, f
     cols = base[:, _LEFT] * base[:, _RIGHT]  # (R, 9, n)
     flat = (keys + k * np.arange(r * N_LAB_COLS)[:, None]).ravel()
     sums = np.bincount(flat, weights=cols.ravel(), minlength=r * N_LAB_COLS * k)
@@ -153,9 +154,10 @@ def unlabeled_sample(codes: NDArray[np.intp], fu: Array, n_codes: int, shift: fl
         su += bincount(keys[start : start + span], d, k)
         squares += np.einsum("rn,rn->r", d, d)  # numpy's SIMD loop: no BLAS thread wake-up
     m = count.astype(float) if dense else count[present].astype(float)
-    tot = np.column_stack([np.full(r, m.sum()), su.sum(axis=-1), squares])
-    return Sample(present, np.stack([np.broadcast_to(m, (r, k)), su], axis=-1), tot, dense,
-                  rank)
+    sums, tot = np.empty((r, k, 2)), np.empty((r, 3))  # filled in place: no stacking calls
+    sums[..., 0], sums[..., 1] = m, su
+    tot[:, 0], tot[:, 1], tot[:, 2] = m.sum(), su.sum(axis=-1), squares
+    return Sample(present, sums, tot, dense, rank)
 
 
 @dataclass(frozen=True)

@@ -293,8 +293,8 @@ def solve(
             if mode == "joint":
                 dirs = effect[:, 1:]
                 resid = al_t - al_c - lam[:, :1] * de_c + lam[:, 1:] * de_t
-                resid = np.stack([resid, resid], axis=1)
-                a_mat = np.stack([np.stack([cc, tc], -1), np.stack([tc, tt], -1)], -2)
+                resid = resid[:, None].repeat(2, axis=1)
+                a_mat = np.stack([cc, tc, tc, tt], axis=-1).reshape(r, 2, 2)
             else:
                 dirs = delta_v
                 resid = alpha_v + lam[..., None] * delta_v

@@ -57,8 +57,8 @@ class EngineResult:
 
 def _ratio(num: Array | float, den: Array) -> Array:
     """``num / den`` where ``den > 0``, else 0."""
-    shape = np.shape(den)
-    if np.shape(num) not in (shape, ()):  # np.broadcast only when the shapes differ
+    shape = den.shape
+    if getattr(num, "shape", shape) != shape:  # np.broadcast only when the shapes differ
         shape = np.broadcast(num, den).shape
     return np.divide(num, den, out=np.zeros(shape), where=den > 0)
 
