@@ -100,7 +100,6 @@ def kish_sums(arms: list[tuple], n_codes: int, prepared: ArmSamples | None = Non
     ``prepared``: the arms' per-cluster sums (:func:`~.cluster_samples.arm_samples`), whose
     labeled codes give the renumbering without a sort.
     """
-    v, w_tot = [], []
     # only labeled clusters carry shares: renumber them 0..G_L-1 (arrays sized by the labels)
     if prepared is not None:
         codes, rank = prepared.labeled
@@ -110,18 +109,18 @@ def kish_sums(arms: list[tuple], n_codes: int, prepared: ArmSamples | None = Non
         uniq, inverse = np.unique(labeled, return_inverse=True)
         g_l = uniq.size
         split = np.split(inverse.astype(np.intp), [arms[0][0].size])
-    for (_, y, _, w, _, _), cl in zip(arms, split, strict=True):
+    r = arms[0][1].shape[0]
+    shares = np.empty((3, r, g_l))  # control, treatment, effect
+    for a, ((_, y, _, w, _, _), cl) in enumerate(zip(arms, split, strict=True)):
         w = np.broadcast_to(w, y.shape)
-        a = bincount(cl, w * w, g_l)
-        b = bincount(cl, w, g_l) ** 2
-        v.append(a + _icc(cl, y, g_l)[:, None] * (b - a))
-        w_tot.append(w.sum(axis=1))
-
-    def g_star(shares: Array) -> Array:
-        num = shares.sum(axis=1) ** 2
-        den = np.einsum("rg,rg->r", shares, shares)
-        return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
-
-    effect = sum(np.divide(va, wa[:, None] ** 2, out=np.zeros_like(va), where=wa[:, None] > 0)
-                 for va, wa in zip(v, w_tot, strict=True))
-    return np.stack([g_star(v[0]), g_star(v[1]), g_star(effect)], axis=-1)
+        sq = bincount(cl, w * w, g_l)
+        shares[a] = sq + _icc(cl, y, g_l)[:, None] * (bincount(cl, w, g_l) ** 2 - sq)
+        w2 = w.sum(axis=1)[:, None] ** 2
+        part = np.divide(shares[a], w2, out=np.zeros((r, g_l)), where=w2 > 0)
+        if a == 0:
+            shares[2] = part
+        else:
+            shares[2] += part
+    num = shares.sum(axis=-1) ** 2  # G* = (sum_g v_g)^2 / sum_g v_g^2 of the three at once
+    den = np.einsum("arg,arg->ar", shares, shares)
+    return np.divide(num, den, out=np.zeros_like(num), where=den > 0).T
