@@ -82,7 +82,7 @@ def lambda_noise_sums(z: Array, fits: list[tuple]) -> list[NoiseSums]:
         The sums of each fit, in order.
     """
     vecs = [v for fit in fits for v in fit[:3]]
-    proj = np.einsum("rgk,rjk->rgj", z, vecs[0] if len(vecs) == 1 else np.concatenate(vecs, 1))
+    proj = np.matmul(z, np.concatenate(vecs, 1).transpose(0, 2, 1))  # (R, G, sum 1 + 3P)
     out, start = [], 0
     for _, _, _, lam, gram_a, free, grad in fits:
         p = lam.shape[1]
