@@ -75,15 +75,14 @@ def _icc(codes: NDArray[np.intp], y: Array, n_codes: int) -> Array:
     """
     n = float(codes.size)
     counts = np.bincount(codes, minlength=n_codes).astype(float)
-    excess = float((counts**2).sum()) - n
+    excess = float(counts @ counts) - n  # integer counts: exact
     if n < 3 or excess <= 0:
         return np.zeros(y.shape[0])
-    ybar = y.mean(axis=1, keepdims=True)
-    dev = y - ybar
+    dev = y - y.sum(axis=1, keepdims=True) / y.shape[1]  # = y - y.mean(axis=1)
     q = (bincount(codes, dev, n_codes) ** 2).sum(axis=1)
     s2 = np.einsum("rn,rn->r", dev, dev) / (n - 1.0)
     rho = np.divide(q / np.maximum(s2, 1e-300) - n, excess)
-    return np.clip(np.where(s2 > 0, rho, 0.0), 0.0, 1.0)
+    return np.minimum(np.maximum(np.where(s2 > 0, rho, 0.0), 0.0), 1.0)  # clip to [0, 1]
 
 
 def kish_sums(arms: list[tuple], n_codes: int, prepared: ArmSamples | None = None) -> Array:

@@ -50,6 +50,7 @@ from pulse_ml.stats.engine_parts import (  # noqa: F401  (EngineResult, quantile
     _welch_df,
     p_value,
     quantile,
+    stack1,
 )
 from pulse_ml.stats.lambda_noise import NoiseSums, lambda_noise_sums
 
@@ -117,8 +118,9 @@ def _influence(
     root = np.sqrt(k_lab)[..., None]
     alpha = root * vec_a
     delta = -root * vec_b + np.sqrt(k_second)[..., None] * vec_u
-    vecs = np.concatenate([np.stack([alpha, delta], axis=2).reshape(r, 4, 2 * _K),
-                           (alpha[:, 1] - alpha[:, 0])[:, None], vec_u], axis=1)
+    vecs = np.empty((r, 7, 2 * _K))  # rows _AC, _DC, _AT, _DT, _DN, then _U
+    vecs[:, 0:4:2], vecs[:, 1:4:2] = alpha, delta
+    vecs[:, _DN], vecs[:, 5:] = alpha[:, 1] - alpha[:, 0], vec_u
     quad = np.matmul(np.matmul(vecs, mom.gram), vecs.transpose(0, 2, 1))
     floor = (_pooled_floor(mom, k_unl * quad[:, _U, _U], clustered)
              if small_sample and not weighted else np.zeros((r, 2)))
@@ -260,13 +262,13 @@ def solve(
         """Joint lambdas minimizing the in-sample variance of the effect."""
         s = {"rt": q[:, _DT, _DN], "rc": -q[:, _DC, _DN], "tt": tt, "cc": cc, "tc": tc}
         lam_t, lam_c = _box_ls(s, ub[:, 1], ub[:, 0])
-        return np.stack([lam_c, lam_t], axis=1)
+        return stack1([lam_c, lam_t])
 
     def common() -> Array:
         """One lambda for both arms minimizing the in-sample variance of the effect."""
         b = q[:, _DT, _DN] - q[:, _DC, _DN]
         lam = _clip_min(b, tt + cc + 2 * tc, ub.min(axis=1))
-        return np.stack([lam, lam], axis=1)
+        return stack1([lam, lam])
 
     def noise_sums(fits: list[tuple[Array, str]]) -> list[NoiseSums | None]:
         """Lambda-noise sums at fitted lambdas (control first); None without ``lab_z``.
@@ -282,19 +284,19 @@ def solve(
         for lam, mode in fits:
             if mode == "common":
                 d = de_t - de_c
-                effect = np.stack([al_t - al_c, d], axis=1)
+                effect = stack1([al_t - al_c, d])
                 resid = (al_t - al_c + lam[:, :1] * d)[:, None]
                 a_mat = (tt + cc + 2 * tc)[:, None, None]
                 free = (lam[:, :1] > 1e-9) & (lam[:, :1] < ub.min(axis=1, keepdims=True) - 1e-9)
                 problems.append((effect, d[:, None], resid, lam[:, :1], a_mat, free,
                                  grad.sum(axis=1, keepdims=True)))
                 continue
-            effect = np.stack([al_t - al_c, -de_c, de_t], axis=1)
+            effect = stack1([al_t - al_c, -de_c, de_t])
             if mode == "joint":
                 dirs = effect[:, 1:]
                 resid = al_t - al_c - lam[:, :1] * de_c + lam[:, 1:] * de_t
                 resid = resid[:, None].repeat(2, axis=1)
-                a_mat = np.stack([cc, tc, tc, tt], axis=-1).reshape(r, 2, 2)
+                a_mat = stack1([cc, tc, tc, tt]).reshape(r, 2, 2)
             else:
                 dirs = delta_v
                 resid = alpha_v + lam[..., None] * delta_v

@@ -55,6 +55,14 @@ class EngineResult:
     lambda_noise_var: Array  # variance added for the tuned lambdas' own noise (0 without z)
 
 
+_EDGES = np.array([[0.0], [1.0]])  # a lambda's lower and upper bound, times ub (exact)
+
+
+def stack1(arrays: list[Array]) -> Array:
+    """``np.stack(arrays, axis=1)`` without its Python-level checks (small arrays, hot path)."""
+    return np.concatenate([a[:, None] for a in arrays], axis=1)
+
+
 def _ratio(num: Array | float, den: Array) -> Array:
     """``num / den`` where ``den > 0``, else 0."""
     shape = den.shape
@@ -85,8 +93,7 @@ def _box_ls(s: dict[str, Array], ub_t: Array, ub_c: Array) -> tuple[Array, Array
     def q(lt: Array, lc: Array) -> Array:
         return 2 * lt * rt + 2 * lc * rc + lt**2 * tt + 2 * lt * lc * tc + lc**2 * cc
 
-    lc_edge = np.stack([np.zeros_like(ub_c), ub_c])  # the four edges, two at a time
-    lt_edge = np.stack([np.zeros_like(ub_t), ub_t])
+    lc_edge, lt_edge = _EDGES * ub_c, _EDGES * ub_t  # the four edges (0 or ub), two at a time
     lt_of_lc = _clip_min(rt + tc * lc_edge, tt, ub_t)
     lc_of_lt = _clip_min(rc + tc * lt_edge, cc, ub_c)
     det = tt * cc - tc**2
