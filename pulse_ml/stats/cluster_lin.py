@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pulse_ml.stats.cluster_moments import _N_LIN_LAB, LIN
-from pulse_ml.stats.cluster_samples import ArmSamples, arm_samples, bincount, leverage_scale
+from pulse_ml.stats.cluster_samples import ArmSamples, arm_samples, bincount
 
 __all__ = ["kish_sums", "labeled_cluster_lin"]
 
@@ -49,21 +49,18 @@ def labeled_cluster_lin(arms: list[tuple], n_codes: int,
     for a in (0, 1):
         o, lab, unl = a * len(LIN), samples[2 * a], samples[2 * a + 1]
         block = out[:, :, o : o + _N_LIN_LAB]
-        block[:, rank[lab.codes]] = lab.rows(lab.codes)[..., :_N_LIN_LAB]
-        if cr2:
-            block *= leverage_scale(block, 1)[..., None]
+        # CR2 factors within each sample, as the moments' (shared: Sample.lin_cr2)
+        block[:, rank[lab.codes]] = (lab.rows(lab.codes, lab.lin_cr2) if cr2
+                                     else lab.touched[..., :_N_LIN_LAB])
         if unl is None or not unl.present.any():
             continue
         block = out[:, :, o + _N_LIN_LAB : o + _N_LIN_LAB + 2]
+        src = unl.lin_cr2 if cr2 else unl.sums
         if unl.dense:
-            block[...] = unl.sums[:, codes]
+            block[...] = src[:, codes]
         else:
             hit = unl.present[codes]
-            block[:, hit] = unl.rows(codes[hit])
-        if cr2:
-            h = block[..., 0] / unl.tot[:, :1]
-            block *= np.where(h < 1.0 - 1e-9, 1.0 / np.sqrt(np.maximum(1.0 - h, 1e-300)),
-                              0.0)[..., None]
+            block[:, hit] = unl.rows(codes[hit], src)
     return out
 
 

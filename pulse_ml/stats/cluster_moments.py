@@ -29,7 +29,6 @@ from pulse_ml.stats.cluster_samples import (
     arm_samples,
     bincount,
     lab_columns,
-    leverage_scale,
 )
 
 __all__ = ["FLAT_SIZE", "LIN", "RAW", "Moments", "cluster_sums", "per_cluster", "session_moments"]
@@ -207,7 +206,7 @@ def _cross(sp: Sample, zp: Array, sq: Sample, zq: Array) -> Array | None:
 def _arm_anova(lab: Sample, unl: Sample, r: int) -> dict[str, Array | float]:
     """Cluster counts and one-way ANOVA pieces of an arm's labeled + unlabeled sessions."""
     sf = RAW_INDEX["sf"]
-    lab_sums = lab.rows(lab.codes)  # touched clusters only (also of a dense labeled sample)
+    lab_sums = lab.touched  # touched clusters only (also of a dense labeled sample)
     if unl.dense:  # the labeled clusters added into the all-code arrays
         total, count = unl.sums[..., 1].copy(), unl.sums[0, :, 0].copy()
         codes_l = lab.codes
@@ -260,10 +259,7 @@ def _one_chunk(arms: list[tuple], n_codes: int,
         if sample is None:
             lin.append(None)
             continue
-        z_p = sample.sums[..., : cols[p].stop - cols[p].start]
-        if cr2:
-            z_p = z_p * leverage_scale(sample.sums, 1 if p % 2 == 0 else 0)[..., None]
-        lin.append(z_p)
+        lin.append(sample.lin_cr2 if cr2 else sample.sums[..., : cols[p].stop - cols[p].start])
     for p, sample_p in enumerate(samples):
         for q in range(p, len(samples)):
             if sample_p is None or samples[q] is None:

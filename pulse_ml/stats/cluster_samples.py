@@ -90,9 +90,26 @@ class Sample:
         """Codes of the touched clusters, in code order (computed once)."""
         return np.flatnonzero(self.present)
 
-    def rows(self, codes: NDArray[np.intp]) -> Array:
-        """Sums of the given touched clusters, shape (R, len(codes), C)."""
-        return self.sums[:, codes] if self.dense else self.sums[:, self.rank[codes]]
+    @cached_property
+    def touched(self) -> Array:
+        """Sums of the touched clusters, in code order (the sums themselves when not dense)."""
+        return self.sums[:, self.codes] if self.dense else self.sums
+
+    @cached_property
+    def lin_cr2(self) -> Array:
+        """The linear sums times each cluster's CR2 factor (computed once, shared).
+
+        Labeled: LIN[:6], factors by weights; unlabeled: count and sum, factors by sessions
+        (:func:`leverage_scale`). Used by the moments and the lambda-noise sums.
+        """
+        labeled = self.sums.shape[-1] == N_LAB_COLS
+        scale = leverage_scale(self.sums, 1 if labeled else 0)
+        return self.sums[..., : 6 if labeled else 2] * scale[..., None]
+
+    def rows(self, codes: NDArray[np.intp], sums: Array | None = None) -> Array:
+        """Sums (or ``sums``, laid out as they are) of the given touched clusters."""
+        sums = self.sums if sums is None else sums
+        return sums[:, codes] if self.dense else sums[:, self.rank[codes]]
 
 
 # lab_columns as products of (1, w, y, f): 1*1, w*1, w*y, w*f, 1*f, w*w, 1*y, y*y, f*f (exact)
