@@ -61,6 +61,7 @@ _I = cm.RAW_INDEX
 _L = cm.LIN_INDEX
 _K = len(cm.LIN)
 SHRINK_GRID = np.linspace(0.0, 1.0, 21)  # shares of the tuned lambdas tried (see solve)
+_GRID_TWICE = np.concatenate([SHRINK_GRID, SHRINK_GRID])  # the shares of both families
 _SIGN = np.array([-1.0, 1.0])  # an arm's sign in the effect (treatment - control)
 
 Array = NDArray[np.float64]
@@ -324,8 +325,8 @@ def solve(
                                      else np.maximum(noise.extra(grid), 0.0).ravel()
                                      for noise in noises])
         n_cand = 2 * SHRINK_GRID.size
-        cand = evaluate(lams, np.tile(np.repeat(SHRINK_GRID, r), 2), noise_vars,
-                        np.tile(every, n_cand))
+        cand = evaluate(lams, np.repeat(_GRID_TWICE, r), noise_vars,  # np.tile without wrappers
+                        np.arange(n_cand * r) % r)
         width = (quantile(alpha, cand["df"])
                  * np.sqrt(np.maximum(cand["v"], 0.0))).reshape(n_cand, r)
         idx = np.argmin(width, axis=0) * r + every  # first minimum: ties keep the smaller lambda
