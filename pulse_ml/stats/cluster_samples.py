@@ -205,13 +205,16 @@ def arm_samples(arms: list[tuple], n_codes: int,
                 unl_shift: float = 0.0) -> ArmSamples:
     """Per-cluster sums of every sample of two arms (arguments as ``session_moments``)."""
     if any(singleton_unl):  # the other samples' codes, renumbered 0..k-1 (same clusters)
-        used = [arm[0] for arm in arms] + [arm[4] for a, arm in enumerate(arms)
-                                           if not singleton_unl[a]]
-        uniq = np.unique(np.concatenate(used))
-        n_codes = uniq.size
-        arms = [(np.searchsorted(uniq, cl), y, f, w,
-                 cu if singleton_unl[a] else np.searchsorted(uniq, cu), fu)
-                for a, (cl, y, f, w, cu, fu) in enumerate(arms)]
+        used = np.zeros(n_codes, dtype=bool)  # codes in use, marked without a sort
+        for a, arm in enumerate(arms):
+            used[arm[0]] = True
+            if not singleton_unl[a]:
+                used[arm[4]] = True
+        if not used.all():  # the rank of each code among the used ones (np.unique's order)
+            rank = np.cumsum(used) - 1
+            n_codes = int(rank[-1]) + 1
+            arms = [(rank[cl], y, f, w, cu if singleton_unl[a] else rank[cu], fu)
+                    for a, (cl, y, f, w, cu, fu) in enumerate(arms)]
     samples: list[Sample | None] = []
     for a, (cl, y, f, w, cu, fu) in enumerate(arms):
         samples.append(labeled_sample(cl, y, f, w, n_codes))
