@@ -108,7 +108,7 @@ def kish_sums(arms: list[tuple], n_codes: int, prepared: ArmSamples | None = Non
     r = arms[0][1].shape[0]
     shares = np.empty((3, r, g_l))  # control, treatment, effect
     for a, ((_, y, _, w, _, _), cl) in enumerate(zip(arms, split, strict=True)):
-        w = np.broadcast_to(w, y.shape)
+        w = w if w.shape == y.shape else np.broadcast_to(w, y.shape)
         sq = bincount(cl, w * w, g_l)
         shares[a] = sq + _icc(cl, y, g_l)[:, None] * (bincount(cl, w, g_l) ** 2 - sq)
         w2 = w.sum(axis=1)[:, None] ** 2

@@ -164,12 +164,16 @@ def unlabeled_sample(codes: NDArray[np.intp], fu: Array, n_codes: int, shift: fl
     k = n_codes if dense else (int(rank[-1]) + 1 if n_codes else 0)
     keys = codes if dense else rank[codes]
     r, n = fu.shape
-    su, squares = np.zeros((r, k)), np.zeros(r)
     span = max(_SPAN, 4 * k)
-    for start in range(0, n, span):
-        d = fu[:, start : start + span] - shift
-        su += bincount(keys[start : start + span], d, k)
-        squares += np.einsum("rn,rn->r", d, d)  # numpy's SIMD loop: no BLAS thread wake-up
+    if n <= span:  # one block
+        d = fu - shift
+        su, squares = bincount(keys, d, k), np.einsum("rn,rn->r", d, d)
+    else:
+        su, squares = np.zeros((r, k)), np.zeros(r)
+        for start in range(0, n, span):
+            d = fu[:, start : start + span] - shift
+            su += bincount(keys[start : start + span], d, k)
+            squares += np.einsum("rn,rn->r", d, d)  # numpy's SIMD loop: no BLAS wake-up
     m = count.astype(float) if dense else count[present].astype(float)
     sums, tot = np.empty((r, k, 2)), np.empty((r, 3))  # filled in place: no stacking calls
     sums[..., 0], sums[..., 1] = m, su

@@ -71,7 +71,8 @@ _ARMS = np.arange(2)
 _COL = {name: _ARMS * _K + i for name, i in _L.items()}  # each arm's column of a LIN sum
 # rows of the quadratic-form matrix of solve (see _influence)
 _AC, _DC, _AT, _DT, _DN = range(5)  # alpha_c, delta_c, alpha_t, delta_t, alpha_t - alpha_c
-_U = [5, 6]  # each arm's unlabeled-mean vector (the pooled floor's empirical variance)
+_U = np.array([5, 6])  # each arm's unlabeled-mean vector (the pooled floor's empirical variance)
+_AA, _DD = np.array([_AC, _AT]), np.array([_DC, _DT])  # per arm (index arrays made once)
 
 
 def _influence(
@@ -215,7 +216,7 @@ def solve(
         ub &= mom.g_lab >= MIN_TUNE_CLUSTERS
     ub = ub.astype(float)
     # share of the control's variance estimated from the labeled clusters (1 without floor)
-    s_dd = q[:, [_DC, _DT], [_DC, _DT]]
+    s_dd = q[:, _DD, _DD]
     h_full = _ratio(s_dd, s_dd + floors)
     g_lab = mom.g_lab
     g_eff, g_eff_effect = _effective_clusters(mom, kish)
@@ -338,14 +339,14 @@ def solve(
             lam = np.stack([_ppi_py_lambda(mom, a) * ub[:, a] for a in (0, 1)], axis=1)
             mode = "per_arm"
         else:
-            lam = _clip_min(q[:, [_DC, _DT], [_AC, _AT]], s_dd + floors, ub)
+            lam = _clip_min(q[:, _DD, _AA], s_dd + floors, ub)
             mode = "per_arm"
         noise = noise_sums([(lam, mode)])[0]
         pick = evaluate(lam, np.ones(r),
                         np.zeros(r) if noise is None else np.maximum(noise.extra(1.0), 0.0),
                         every)
     lam, lost, v_aug_arm, v_aug, v_in = (pick[k] for k in ("lam", "lost", "v_arm", "v", "v_in"))
-    v_naive_arm = q[:, [_AC, _AT], [_AC, _AT]]
+    v_naive_arm = q[:, _AA, _AA]
     v_naive = q[:, _DN, _DN]
     mean_naive = inf["ybar"]
     mean_aug = mean_naive + lam * inf["shift"]
