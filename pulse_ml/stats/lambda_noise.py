@@ -94,13 +94,14 @@ def lambda_noise_sums(z: Array, fits: list[tuple]) -> list[NoiseSums]:
         eye = _EYE[p - 1] if p <= len(_EYE) else np.eye(p)[None]
         mask = free[:, :, None] & free[:, None, :]
         a_free = np.where(mask, gram_a, 0.0) + np.where(free[:, :, None], 0.0, eye)
-        scale = np.abs(a_free).max(axis=(1, 2), keepdims=True)
+        scale = np.maximum.reduce(np.abs(a_free).reshape(-1, p * p), axis=1)[:, None, None]
         a_free = a_free + 1e-12 * np.where(scale > 0, scale, 1.0) * eye
         rhs = grad * free
         c = (rhs / a_free[:, 0] if p == 1  # A_f^{-1} grad_f
              else np.linalg.solve(a_free, rhs[..., None])[..., 0])
         kappa = -np.einsum("rgp,rp->rg", d_g * e_g, c)
-        out.append(NoiseSums(s1=np.einsum("rg,rg->r", r_g, kappa),
-                             s2=np.einsum("rg,rg->r", fit_g, kappa),
-                             s3=np.einsum("rg,rg->r", kappa, kappa)))
+        # s1, s2, s3 in one product: (R, 3, G) @ (R, G, 1)
+        sums = np.matmul(np.concatenate([r_g[:, None], fit_g[:, None], kappa[:, None]], axis=1),
+                         kappa[..., None])[..., 0]
+        out.append(NoiseSums(s1=sums[:, 0], s2=sums[:, 1], s3=sums[:, 2]))
     return out
