@@ -82,7 +82,8 @@ def lambda_noise_sums(z: Array, fits: list[tuple]) -> list[NoiseSums]:
         The sums of each fit, in order.
     """
     vecs = [v for fit in fits for v in fit[:3]]
-    proj = np.matmul(z, np.concatenate(vecs, 1).transpose(0, 2, 1))  # (R, G, sum 1 + 3P)
+    # (R, G, sum of 1 + 3P); einsum, not matmul: BLAS would wake threads that spin on CPU time
+    proj = np.einsum("rgk,rjk->rgj", z, np.concatenate(vecs, 1))
     out, start = [], 0
     for _, _, _, lam, gram_a, free, grad in fits:
         p = lam.shape[1]
@@ -100,8 +101,7 @@ def lambda_noise_sums(z: Array, fits: list[tuple]) -> list[NoiseSums]:
         c = (rhs / a_free[:, 0] if p == 1  # A_f^{-1} grad_f
              else np.linalg.solve(a_free, rhs[..., None])[..., 0])
         kappa = -np.einsum("rgp,rp->rg", d_g * e_g, c)
-        # s1, s2, s3 in one product: (R, 3, G) @ (R, G, 1)
-        sums = np.matmul(np.concatenate([r_g[:, None], fit_g[:, None], kappa[:, None]], axis=1),
-                         kappa[..., None])[..., 0]
+        sums = np.einsum("rag,rg->ra", np.concatenate(  # s1, s2, s3 in one pass
+            [r_g[:, None], fit_g[:, None], kappa[:, None]], axis=1), kappa)
         out.append(NoiseSums(s1=sums[:, 0], s2=sums[:, 1], s3=sums[:, 2]))
     return out
