@@ -9,13 +9,14 @@ Run (each tree on its own ``PYTHONPATH``)::
     PYTHONPATH=. python perf/stats_equal.py dump /tmp/after.pkl
     python perf/stats_equal.py compare /tmp/before.pkl /tmp/after.pkl
 
-Designs (seed 12345, 200 by default: 2,968 comparisons): 3-59 labeled and 1-399 unlabeled sessions per arm, 2-119
-users, correlation -0.2..0.99, a label shift in a third of them, half-star ratings in 30%;
-cluster ids none, integer codes, strings, sparse integers, labeled-only or unlabeled-only; each
-with and without weights under 7 option sets (small-sample rules, lambda mode, CR2, lambda
-noise) and, for every other design, 5-replication batches. Refusals must be the same message;
-numbers equal to ``--tol`` (default 1e-12) relative to ``max(1, |value|)`` (percentages such as
-``ci_reduction_pct`` as fractions: 100x a difference of two width ratios).
+Designs (seed 12345, 200 by default: 2,968 comparisons): 3-59 labeled and 1-399
+unlabeled sessions per arm, 2-119 users, correlation -0.2..0.99, a label shift in a third
+of them, half-star ratings in 30%; cluster ids none, integer codes, strings, sparse
+integers, labeled-only or unlabeled-only; each with and without weights under 7 option sets
+(small-sample rules, lambda mode, CR2, lambda noise) and, for every other design,
+5-replication batches. Refusals must be the same message; numbers equal to ``--tol``
+(default 1e-12) relative to ``max(1, |value|)`` (percentages such as ``ci_reduction_pct``
+as fractions: 100x a difference of two width ratios).
 """
 
 from __future__ import annotations
