@@ -197,8 +197,10 @@ def theoretical_width_ratio(
     return np.sqrt(1.0 - np.square(rho) * N / (n + N))
 
 
-def _estimate(effect: float, se: float, q: float, df: float = float("inf")) -> Estimate:
-    p = float(engine.p_value(np.array([effect]), np.array([se]), np.array([df]))[0])
+def _estimate(effect: float, se: float, q: float, df: float = float("inf"),
+              p: float | None = None) -> Estimate:
+    if p is None:
+        p = float(engine.p_value(np.array([effect]), np.array([se]), np.array([df]))[0])
     return Estimate(float(effect), float(effect - q * se), float(effect + q * se), float(se),
                     p, float(df))
 
@@ -303,11 +305,13 @@ def compare_arms(
         alpha=alpha, cr2=cr2,
         lab_z=(labeled_cluster_lin(arms, n_codes, singleton, cr2=cr2, prepared=sums)
                if small_sample and lambda_noise else None),
-        kish=kish_sums(arms, n_codes) if cr2 else None)
+        kish=kish_sums(arms, n_codes, prepared=sums) if cr2 else None)
     refuse_degenerate(res, clustered)
-    q_n, q_a = engine.quantile(alpha, res.naive_df)[0], engine.quantile(alpha, res.aug_df)[0]
-    naive = _estimate(res.naive_effect[0], res.naive_se[0], q_n, res.naive_df[0])
-    augmented = _estimate(res.aug_effect[0], res.aug_se[0], q_a, res.aug_df[0])
+    # naive and augmented side by side: one quantile and one p-value call
+    eff = np.array([res.naive_effect[0], res.aug_effect[0]])
+    se, df = np.array([res.naive_se[0], res.aug_se[0]]), np.array([res.naive_df[0], res.aug_df[0]])
+    q, p = engine.quantile(alpha, df), engine.p_value(eff, se, df)
+    naive, augmented = (_estimate(eff[i], se[i], q[i], df[i], float(p[i])) for i in (0, 1))
     reduction = (100.0 * (1.0 - augmented.width / naive.width) if naive.width > 0
                  else float("nan"))
     notes = arm_notes.notes(res, clustered, small_sample)

@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pulse_ml.stats.cluster_moments import _N_LIN_LAB, LIN
-from pulse_ml.stats.cluster_samples import ArmSamples, arm_samples, bincount, leverage_scale
+from pulse_ml.stats.cluster_samples import ArmSamples, arm_samples, bincount
 
 __all__ = ["kish_sums", "labeled_cluster_lin"]
 
@@ -43,29 +43,24 @@ def labeled_cluster_lin(arms: list[tuple], n_codes: int,
     """
     prep = prepared if prepared is not None else arm_samples(arms, n_codes, singleton_unl)
     samples = prep.samples
-    present = samples[0].present | samples[2].present
-    codes = np.flatnonzero(present)
-    rank = np.cumsum(present) - 1
+    codes, rank = prep.labeled
     r = prep.arms[0][1].shape[0]
     out = np.zeros((r, codes.size, 2 * len(LIN)))
     for a in (0, 1):
         o, lab, unl = a * len(LIN), samples[2 * a], samples[2 * a + 1]
         block = out[:, :, o : o + _N_LIN_LAB]
-        block[:, rank[lab.codes]] = lab.rows(lab.codes)[..., :_N_LIN_LAB]
-        if cr2:
-            block *= leverage_scale(block, 1)[..., None]
+        # CR2 factors within each sample, as the moments' (shared: Sample.lin_cr2)
+        block[:, rank[lab.codes]] = (lab.rows(lab.codes, lab.lin_cr2) if cr2
+                                     else lab.touched[..., :_N_LIN_LAB])
         if unl is None or not unl.present.any():
             continue
         block = out[:, :, o + _N_LIN_LAB : o + _N_LIN_LAB + 2]
+        src = unl.lin_cr2 if cr2 else unl.sums
         if unl.dense:
-            block[...] = unl.sums[:, codes]
+            block[...] = src[:, codes]
         else:
             hit = unl.present[codes]
-            block[:, hit] = unl.rows(codes[hit])
-        if cr2:
-            h = block[..., 0] / unl.tot[:, :1]
-            block *= np.where(h < 1.0 - 1e-9, 1.0 / np.sqrt(np.maximum(1.0 - h, 1e-300)),
-                              0.0)[..., None]
+            block[:, hit] = unl.rows(codes[hit], src)
     return out
 
 
@@ -77,18 +72,17 @@ def _icc(codes: NDArray[np.intp], y: Array, n_codes: int) -> Array:
     """
     n = float(codes.size)
     counts = np.bincount(codes, minlength=n_codes).astype(float)
-    excess = float((counts**2).sum()) - n
+    excess = float((counts * counts).sum()) - n  # integer squares: exact in any order
     if n < 3 or excess <= 0:
         return np.zeros(y.shape[0])
-    ybar = y.mean(axis=1, keepdims=True)
-    dev = y - ybar
+    dev = y - y.sum(axis=1, keepdims=True) / y.shape[1]  # = y - y.mean(axis=1)
     q = (bincount(codes, dev, n_codes) ** 2).sum(axis=1)
     s2 = np.einsum("rn,rn->r", dev, dev) / (n - 1.0)
     rho = np.divide(q / np.maximum(s2, 1e-300) - n, excess)
-    return np.clip(np.where(s2 > 0, rho, 0.0), 0.0, 1.0)
+    return np.minimum(np.maximum(np.where(s2 > 0, rho, 0.0), 0.0), 1.0)  # clip to [0, 1]
 
 
-def kish_sums(arms: list[tuple], n_codes: int) -> Array:
+def kish_sums(arms: list[tuple], n_codes: int, prepared: ArmSamples | None = None) -> Array:
     """Effective numbers of labeled clusters per arm and of the effect, shape (R, 3).
 
     The dfs of :func:`pulse_ml.stats.effect_engine.solve` (Bell-McCaffrey under a working
@@ -99,25 +93,30 @@ def kish_sums(arms: list[tuple], n_codes: int) -> Array:
     effect's ``v_g = v_c,g / W_c^2 + v_t,g / W_t^2`` counts a user with labels in both arms once.
     Computed from the unscaled sums, which a CR2-scaled Gram matrix no longer holds.
     ``n_codes`` is not needed (the labeled clusters are renumbered); kept for the callers.
+    ``prepared``: the arms' per-cluster sums (:func:`~.cluster_samples.arm_samples`), whose
+    labeled codes give the renumbering without a sort.
     """
-    v, w_tot = [], []
     # only labeled clusters carry shares: renumber them 0..G_L-1 (arrays sized by the labels)
-    labeled = np.concatenate([arm[0] for arm in arms])
-    uniq, inverse = np.unique(labeled, return_inverse=True)
-    g_l = uniq.size
-    split = np.split(inverse.astype(np.intp), [arms[0][0].size])
-    for (_, y, _, w, _, _), cl in zip(arms, split, strict=True):
-        w = np.broadcast_to(w, y.shape)
-        a = bincount(cl, w * w, g_l)
-        b = bincount(cl, w, g_l) ** 2
-        v.append(a + _icc(cl, y, g_l)[:, None] * (b - a))
-        w_tot.append(w.sum(axis=1))
-
-    def g_star(shares: Array) -> Array:
-        num = shares.sum(axis=1) ** 2
-        den = np.einsum("rg,rg->r", shares, shares)
-        return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
-
-    effect = sum(np.divide(va, wa[:, None] ** 2, out=np.zeros_like(va), where=wa[:, None] > 0)
-                 for va, wa in zip(v, w_tot, strict=True))
-    return np.stack([g_star(v[0]), g_star(v[1]), g_star(effect)], axis=-1)
+    if prepared is not None:
+        codes, rank = prepared.labeled
+        g_l, split = codes.size, [rank[arm[0]] for arm in prepared.arms]
+    else:
+        labeled = np.concatenate([arm[0] for arm in arms])
+        uniq, inverse = np.unique(labeled, return_inverse=True)
+        g_l = uniq.size
+        split = np.split(inverse.astype(np.intp), [arms[0][0].size])
+    r = arms[0][1].shape[0]
+    shares = np.empty((3, r, g_l))  # control, treatment, effect
+    for a, ((_, y, _, w, _, _), cl) in enumerate(zip(arms, split, strict=True)):
+        w = w if w.shape == y.shape else np.broadcast_to(w, y.shape)
+        sq = bincount(cl, w * w, g_l)
+        shares[a] = sq + _icc(cl, y, g_l)[:, None] * (bincount(cl, w, g_l) ** 2 - sq)
+        w2 = w.sum(axis=1)[:, None] ** 2
+        part = np.divide(shares[a], w2, out=np.zeros((r, g_l)), where=w2 > 0)
+        if a == 0:
+            shares[2] = part
+        else:
+            shares[2] += part
+    num = shares.sum(axis=-1) ** 2  # G* = (sum_g v_g)^2 / sum_g v_g^2 of the three at once
+    den = np.einsum("arg,arg->ar", shares, shares)
+    return np.divide(num, den, out=np.zeros_like(num), where=den > 0).T

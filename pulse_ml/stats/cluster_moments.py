@@ -29,7 +29,6 @@ from pulse_ml.stats.cluster_samples import (
     arm_samples,
     bincount,
     lab_columns,
-    leverage_scale,
 )
 
 __all__ = ["FLAT_SIZE", "LIN", "RAW", "Moments", "cluster_sums", "per_cluster", "session_moments"]
@@ -207,7 +206,7 @@ def _cross(sp: Sample, zp: Array, sq: Sample, zq: Array) -> Array | None:
 def _arm_anova(lab: Sample, unl: Sample, r: int) -> dict[str, Array | float]:
     """Cluster counts and one-way ANOVA pieces of an arm's labeled + unlabeled sessions."""
     sf = RAW_INDEX["sf"]
-    lab_sums = lab.rows(lab.codes)  # touched clusters only (also of a dense labeled sample)
+    lab_sums = lab.touched  # touched clusters only (also of a dense labeled sample)
     if unl.dense:  # the labeled clusters added into the all-code arrays
         total, count = unl.sums[..., 1].copy(), unl.sums[0, :, 0].copy()
         codes_l = lab.codes
@@ -227,7 +226,7 @@ def _arm_anova(lab: Sample, unl: Sample, r: int) -> dict[str, Array | float]:
     count_u = unl.sums[0, :, 0]
     return {"g_lab": lab.codes.size, "g_unl": int(np.count_nonzero(count_u)), "g_all": k,
             "t2": np.einsum("rg,rg->r", total / np.maximum(count, 1.0), total),
-            "m2": np.einsum("g,g->", count, count), "mu2": np.einsum("g,g->", count_u, count_u)}
+            "m2": (count * count).sum(), "mu2": (count_u * count_u).sum()}  # integers: exact
 
 
 def _one_chunk(arms: list[tuple], n_codes: int,
@@ -244,7 +243,7 @@ def _one_chunk(arms: list[tuple], n_codes: int,
     for a in (0, 1):
         o = a * len(LIN)
         tot[:, a, :_N_LAB] = samples[2 * a].tot
-        cols += [np.arange(o, o + _N_LIN_LAB), np.arange(o + _N_LIN_LAB, o + len(LIN))]
+        cols += [slice(o, o + _N_LIN_LAB), slice(o + _N_LIN_LAB, o + len(LIN))]
         if singleton_unl[a]:
             single[a] = _singleton_moments(arms[a][5], unl_shift)
             tot[:, a, _N_LAB:] = single[a][0]
@@ -254,16 +253,13 @@ def _one_chunk(arms: list[tuple], n_codes: int,
     for a, (_, block) in single.items():  # singleton clusters meet no other sample
         n_u = arms[a][5].shape[1]
         factor = (n_u / (n_u - 1.0) if n_u > 1 else 0.0) if cr2 else 1.0
-        gram[:, cols[2 * a + 1][:, None], cols[2 * a + 1][None, :]] += factor * block
+        gram[:, cols[2 * a + 1], cols[2 * a + 1]] += factor * block
     lin = []  # per sample: per-cluster linear sums, CR2-scaled when asked
     for p, sample in enumerate(samples):
         if sample is None:
             lin.append(None)
             continue
-        z_p = sample.sums[..., : cols[p].size]
-        if cr2:
-            z_p = z_p * leverage_scale(sample.sums, 1 if p % 2 == 0 else 0)[..., None]
-        lin.append(z_p)
+        lin.append(sample.lin_cr2 if cr2 else sample.sums[..., : cols[p].stop - cols[p].start])
     for p, sample_p in enumerate(samples):
         for q in range(p, len(samples)):
             if sample_p is None or samples[q] is None:
@@ -272,9 +268,9 @@ def _one_chunk(arms: list[tuple], n_codes: int,
                      else _cross(sample_p, lin[p], samples[q], lin[q]))
             if block is None:
                 continue
-            gram[:, cols[p][:, None], cols[q][None, :]] += block
+            gram[:, cols[p], cols[q]] += block
             if q != p:
-                gram[:, cols[q][:, None], cols[p][None, :]] += block.transpose(0, 2, 1)
+                gram[:, cols[q], cols[p]] += block.transpose(0, 2, 1)
     per_arm = {k: np.zeros((r, 2)) for k in ("g_lab", "g_unl", "g_all", "t2", "m2", "mu2")}
     extra_any = 0
     for a in (0, 1):

@@ -90,35 +90,58 @@ class Sample:
         """Codes of the touched clusters, in code order (computed once)."""
         return np.flatnonzero(self.present)
 
-    def rows(self, codes: NDArray[np.intp]) -> Array:
-        """Sums of the given touched clusters, shape (R, len(codes), C)."""
-        return self.sums[:, codes] if self.dense else self.sums[:, self.rank[codes]]
+    @cached_property
+    def touched(self) -> Array:
+        """Sums of the touched clusters, in code order (the sums themselves when not dense)."""
+        return self.sums[:, self.codes] if self.dense else self.sums
+
+    @cached_property
+    def lin_cr2(self) -> Array:
+        """The linear sums times each cluster's CR2 factor (computed once, shared).
+
+        Labeled: LIN[:6], factors by weights; unlabeled: count and sum, factors by sessions
+        (:func:`leverage_scale`). Used by the moments and the lambda-noise sums.
+        """
+        labeled = self.sums.shape[-1] == N_LAB_COLS
+        scale = leverage_scale(self.sums, 1 if labeled else 0)
+        return self.sums[..., : 6 if labeled else 2] * scale[..., None]
+
+    def rows(self, codes: NDArray[np.intp], sums: Array | None = None) -> Array:
+        """Sums (or ``sums``, laid out as they are) of the given touched clusters."""
+        sums = self.sums if sums is None else sums
+        return sums[:, codes] if self.dense else sums[:, self.rank[codes]]
 
 
-def _sample(codes: NDArray[np.intp], cols: list[Array | None], n_codes: int) -> Sample:
-    """Per-cluster sums of ``cols`` (``None``: the session count, a bincount without weights)."""
-    count = np.bincount(codes, minlength=n_codes)
-    present = count > 0
-    r = next(v.shape[0] for v in cols if v is not None)
-    dense = codes.size >= DENSE_SHARE * n_codes
-    rank = None
-    if dense:
-        sums = [np.broadcast_to(count.astype(float), (r, n_codes)) if v is None
-                else bincount(codes, v, n_codes) for v in cols]
-    else:
-        rank = np.cumsum(present) - 1
-        k = int(rank[-1]) + 1 if n_codes else 0
-        ranked = rank[codes]
-        sums = [np.broadcast_to(count[present].astype(float), (r, k)) if v is None
-                else bincount(ranked, v, k) for v in cols]
-    tot = np.stack([v.sum(axis=-1) for v in sums], axis=-1)  # contiguous rows: fast sums
-    return Sample(present, np.stack(sums, axis=-1), tot, dense, rank)
+# lab_columns as products of (1, w, y, f): 1*1, w*1, w*y, w*f, 1*f, w*w, 1*y, y*y, f*f (exact)
+_LEFT = np.array([0, 1, 1, 1, 0, 1, 0, 2, 3])
+_RIGHT = np.array([0, 0, 2, 3, 3, 1, 2, 2, 3])
 
 
 def labeled_sample(codes: NDArray[np.intp], y: Array, f: Array, w: Array, n_codes: int
                    ) -> Sample:
-    """The labeled sessions' :func:`lab_columns` per cluster (values of shape (R, n))."""
-    return _sample(codes, lab_columns(y, f, np.broadcast_to(w, y.shape)), n_codes)
+    """The labeled sessions' :func:`lab_columns` per cluster (values of shape (R, n)).
+
+    All columns (and replications) in one ``np.bincount``: each cluster's sums add its
+    sessions in the same order as one bincount per column, so the values are the same.
+    """
+    count = np.bincount(codes, minlength=n_codes)
+    present = count > 0
+    rank = None
+    if codes.size >= DENSE_SHARE * n_codes:
+        keys, k = codes, n_codes
+    else:
+        rank = np.cumsum(present) - 1
+        k = int(rank[-1]) + 1
+        keys = rank[codes]
+    r = y.shape[0]
+    base = np.empty((r, 4, y.shape[1]))  # (1, w, y, f)
+    base[:, 0], base[:, 1], base[:, 2], base[:, 3] = 1.0, w, y, f
+    cols = base[:, _LEFT] * base[:, _RIGHT]  # (R, 9, n)
+    flat = (keys + k * np.arange(r * N_LAB_COLS)[:, None]).ravel()
+    sums = np.bincount(flat, weights=cols.ravel(), minlength=r * N_LAB_COLS * k)
+    sums = sums.reshape(r, N_LAB_COLS, k)
+    return Sample(present, np.ascontiguousarray(sums.transpose(0, 2, 1)), sums.sum(axis=-1),
+                  rank is None, rank)
 
 
 _SPAN = 1 << 18  # fewest values per block of a centered pass over unlabeled predictions
@@ -141,16 +164,21 @@ def unlabeled_sample(codes: NDArray[np.intp], fu: Array, n_codes: int, shift: fl
     k = n_codes if dense else (int(rank[-1]) + 1 if n_codes else 0)
     keys = codes if dense else rank[codes]
     r, n = fu.shape
-    su, squares = np.zeros((r, k)), np.zeros(r)
     span = max(_SPAN, 4 * k)
-    for start in range(0, n, span):
-        d = fu[:, start : start + span] - shift
-        su += bincount(keys[start : start + span], d, k)
-        squares += np.einsum("rn,rn->r", d, d)  # numpy's SIMD loop: no BLAS thread wake-up
+    if n <= span:  # one block
+        d = fu - shift
+        su, squares = bincount(keys, d, k), np.einsum("rn,rn->r", d, d)
+    else:
+        su, squares = np.zeros((r, k)), np.zeros(r)
+        for start in range(0, n, span):
+            d = fu[:, start : start + span] - shift
+            su += bincount(keys[start : start + span], d, k)
+            squares += np.einsum("rn,rn->r", d, d)  # numpy's SIMD loop: no BLAS wake-up
     m = count.astype(float) if dense else count[present].astype(float)
-    tot = np.column_stack([np.full(r, m.sum()), su.sum(axis=-1), squares])
-    return Sample(present, np.stack([np.broadcast_to(m, (r, k)), su], axis=-1), tot, dense,
-                  rank)
+    sums, tot = np.empty((r, k, 2)), np.empty((r, 3))  # filled in place: no stacking calls
+    sums[..., 0], sums[..., 1] = m, su
+    tot[:, 0], tot[:, 1], tot[:, 2] = m.sum(), su.sum(axis=-1), squares
+    return Sample(present, sums, tot, dense, rank)
 
 
 @dataclass(frozen=True)
@@ -169,19 +197,28 @@ class ArmSamples:
     n_codes: int
     samples: list[Sample | None]
 
+    @cached_property
+    def labeled(self) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+        """Codes with a label in either arm and each code's row among them (``rank``)."""
+        present = self.samples[0].present | self.samples[2].present
+        return np.flatnonzero(present), np.cumsum(present) - 1
+
 
 def arm_samples(arms: list[tuple], n_codes: int,
                 singleton_unl: tuple[bool, bool] = (False, False),
                 unl_shift: float = 0.0) -> ArmSamples:
     """Per-cluster sums of every sample of two arms (arguments as ``session_moments``)."""
     if any(singleton_unl):  # the other samples' codes, renumbered 0..k-1 (same clusters)
-        used = [arm[0] for arm in arms] + [arm[4] for a, arm in enumerate(arms)
-                                           if not singleton_unl[a]]
-        uniq = np.unique(np.concatenate(used))
-        n_codes = uniq.size
-        arms = [(np.searchsorted(uniq, cl), y, f, w,
-                 cu if singleton_unl[a] else np.searchsorted(uniq, cu), fu)
-                for a, (cl, y, f, w, cu, fu) in enumerate(arms)]
+        used = np.zeros(n_codes, dtype=bool)  # codes in use, marked without a sort
+        for a, arm in enumerate(arms):
+            used[arm[0]] = True
+            if not singleton_unl[a]:
+                used[arm[4]] = True
+        if not used.all():  # the rank of each code among the used ones (np.unique's order)
+            rank = np.cumsum(used) - 1
+            n_codes = int(rank[-1]) + 1
+            arms = [(rank[cl], y, f, w, cu if singleton_unl[a] else rank[cu], fu)
+                    for a, (cl, y, f, w, cu, fu) in enumerate(arms)]
     samples: list[Sample | None] = []
     for a, (cl, y, f, w, cu, fu) in enumerate(arms):
         samples.append(labeled_sample(cl, y, f, w, n_codes))

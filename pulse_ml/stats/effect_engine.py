@@ -46,11 +46,11 @@ from pulse_ml.stats.engine_parts import (  # noqa: F401  (EngineResult, quantile
     _effective_clusters,
     _pooled_floor,
     _ppi_py_lambda,
-    _quad,
     _ratio,
     _welch_df,
     p_value,
     quantile,
+    stack1,
 )
 from pulse_ml.stats.lambda_noise import NoiseSums, lambda_noise_sums
 
@@ -61,57 +61,76 @@ _I = cm.RAW_INDEX
 _L = cm.LIN_INDEX
 _K = len(cm.LIN)
 SHRINK_GRID = np.linspace(0.0, 1.0, 21)  # shares of the tuned lambdas tried (see solve)
+_GRID_TWICE = np.concatenate([SHRINK_GRID, SHRINK_GRID])  # the shares of both families
+_SIGN = np.array([-1.0, 1.0])  # an arm's sign in the effect (treatment - control)
 
 Array = NDArray[np.float64]
 
 
-def _arm_vectors(
-    mom: Moments, a: int, weighted: bool, small_sample: bool, clustered: bool, cr2: bool = False
+_ARMS = np.arange(2)
+_COL = {name: _ARMS * _K + i for name, i in _L.items()}  # each arm's column of a LIN sum
+# rows of the quadratic-form matrix of solve (see _influence)
+_AC, _DC, _AT, _DT, _DN = range(5)  # alpha_c, delta_c, alpha_t, delta_t, alpha_t - alpha_c
+_U = np.array([5, 6])  # each arm's unlabeled-mean vector (the pooled floor's empirical variance)
+_AA, _DD = np.array([_AC, _AT]), np.array([_DC, _DT])  # per arm (index arrays made once)
+
+
+def _influence(
+    mom: Moments, weighted: bool, small_sample: bool, clustered: bool, cr2: bool = False
 ) -> dict[str, Array]:
-    """Influence coefficient vectors (over both arms' linear sums) and scalars of arm ``a``."""
-    tot = mom.tot[:, a, :]
+    """Influence vectors of both arms, their quadratic forms and per-arm scalars.
+
+    Returns:
+        ``alpha``, ``delta``: coefficient vectors over both arms' linear sums, shape (R, 2, 2K)
+        (control first); ``quad``: the Gram-matrix quadratic forms of the vectors
+        (alpha_c, delta_c, alpha_t, delta_t, alpha_t - alpha_c, unlabeled mean c, t), shape
+        (R, 7, 7), all in one pair of matrix products; per-arm scalars of shape (R, 2).
+    """
+    tot = mom.tot
     r = tot.shape[0]
-    n, w_sum, n_unl = tot[:, _I["m"]], tot[:, _I["sw"]], tot[:, _I["mu"]]
+    n, w_sum, n_unl = tot[..., _I["m"]], tot[..., _I["sw"]], tot[..., _I["mu"]]
     big_m = n + n_unl
-    ybar = _ratio(tot[:, _I["swy"]], w_sum)
-    fbar_w = _ratio(tot[:, _I["swf"]], w_sum)
-    fu_bar = _ratio(tot[:, _I["su"]], n_unl)
-    f_all = _ratio(tot[:, _I["sf"]] + tot[:, _I["su"]], big_m)
-    g_lab, g_unl, g_all = mom.g_lab[:, a], mom.g_unl[:, a], mom.g_all[:, a]
+    ybar = _ratio(tot[..., _I["swy"]], w_sum)
+    fbar_w = _ratio(tot[..., _I["swf"]], w_sum)
+    fu_bar = _ratio(tot[..., _I["su"]], n_unl)
+    f_all = _ratio(tot[..., _I["sf"]] + tot[..., _I["su"]], big_m)
     if cr2:  # the CR2 factors are in the Gram matrix already
-        k_lab = k_unl = k_all = np.ones(r)
+        k_lab = k_unl = k_all = np.ones((r, 2))
     elif small_sample:
-        k_lab, k_unl, k_all = _cr(g_lab, 1.0), _cr(g_unl, 1.0), _cr(g_all, 1.0)
+        k_lab, k_unl, k_all = _cr(mom.g_lab, 1.0), _cr(mom.g_unl, 1.0), _cr(mom.g_all, 1.0)
     elif clustered:
-        k_lab = k_unl = k_all = _cr(g_lab, 1.0)
+        k_lab = k_unl = k_all = _cr(mom.g_lab, 1.0)
     else:
-        k_lab = k_unl = k_all = np.ones(r)
-    o = a * _K
-    vec_a, vec_b, vec_u = np.zeros((r, 2 * _K)), np.zeros((r, 2 * _K)), np.zeros((r, 2 * _K))
-    vec_a[:, o + _L["swy"]] = _ratio(1.0, w_sum)
-    vec_a[:, o + _L["sw"]] = -_ratio(ybar, w_sum)
-    vec_b[:, o + _L["swf"]] = _ratio(1.0, w_sum)
-    vec_b[:, o + _L["sw"]] = -_ratio(fbar_w, w_sum)
+        k_lab = k_unl = k_all = np.ones((r, 2))
+    vec_a, vec_b, vec_u = np.zeros((3, r, 2, 2 * _K))
+    inv_w = _ratio(1.0, w_sum)
+    vec_a[:, _ARMS, _COL["swy"]] = inv_w
+    vec_a[:, _ARMS, _COL["sw"]] = -_ratio(ybar, w_sum)
+    vec_b[:, _ARMS, _COL["swf"]] = inv_w
+    vec_b[:, _ARMS, _COL["sw"]] = -_ratio(fbar_w, w_sum)
     if weighted:  # all-session mean of f: centered at the pooled mean, no floor needed
-        for col in ("sf", "su"):
-            vec_u[:, o + _L[col]] = _ratio(1.0, big_m)
-        for col in ("m", "mu"):
-            vec_u[:, o + _L[col]] = -_ratio(f_all, big_m)
+        inv_m, minus = _ratio(1.0, big_m), -_ratio(f_all, big_m)
+        vec_u[:, _ARMS, _COL["sf"]] = vec_u[:, _ARMS, _COL["su"]] = inv_m
+        vec_u[:, _ARMS, _COL["m"]] = vec_u[:, _ARMS, _COL["mu"]] = minus
         k_second, shift = k_all, f_all - fbar_w
     else:
-        vec_u[:, o + _L["su"]] = _ratio(1.0, n_unl)
-        vec_u[:, o + _L["mu"]] = -_ratio(fu_bar, n_unl)
+        vec_u[:, _ARMS, _COL["su"]] = _ratio(1.0, n_unl)
+        vec_u[:, _ARMS, _COL["mu"]] = -_ratio(fu_bar, n_unl)
         k_second, shift = k_unl, fu_bar - fbar_w
-    alpha = np.sqrt(k_lab)[:, None] * vec_a
-    delta = -np.sqrt(k_lab)[:, None] * vec_b + np.sqrt(k_second)[:, None] * vec_u
-    floor = np.zeros(r)
-    if small_sample and not weighted:
-        floor = _pooled_floor(mom, a, k_unl * _quad(vec_u, mom.gram, vec_u), clustered)
-    sy, syy = tot[:, _I["sy"]], tot[:, _I["syy"]]
-    rating_var = _ratio(syy - _ratio(sy**2, n), n - 1.0)
+    root = np.sqrt(k_lab)[..., None]
+    alpha = root * vec_a
+    delta = -root * vec_b + np.sqrt(k_second)[..., None] * vec_u
+    vecs = np.empty((r, 7, 2 * _K))  # rows _AC, _DC, _AT, _DT, _DN, then _U
+    vecs[:, 0:4:2], vecs[:, 1:4:2] = alpha, delta
+    vecs[:, _DN], vecs[:, 5:] = alpha[:, 1] - alpha[:, 0], vec_u
+    quad = np.matmul(np.matmul(vecs, mom.gram), vecs.transpose(0, 2, 1))
+    floor = (_pooled_floor(mom, k_unl * quad[:, _U, _U], clustered)
+             if small_sample and not weighted else np.zeros((r, 2)))
+    sy, syy = tot[..., _I["sy"]], tot[..., _I["syy"]]
     return {
-        "alpha": alpha, "delta": delta, "floor": floor, "ybar": ybar, "shift": shift,
-        "n": n, "n_unl": n_unl, "g_lab": g_lab, "g_unl": g_unl, "rating_var": rating_var,
+        "alpha": alpha, "delta": delta, "quad": quad, "floor": floor, "ybar": ybar,
+        "shift": shift, "n": n, "n_unl": n_unl,
+        "rating_var": _ratio(syy - _ratio(sy**2, n), n - 1.0),
     }
 
 
@@ -189,29 +208,22 @@ def solve(
     """
     if lam_mode not in ("joint", "per_arm"):
         raise ValueError(f"lam_mode must be 'joint' or 'per_arm', got {lam_mode!r}")
-    gram = mom.gram
-    arms = [_arm_vectors(mom, a, weighted, small_sample, clustered, cr2) for a in (0, 1)]
-    c, t = arms
-    r = c["alpha"].shape[0]
-    ub = []
-    for arm in arms:
-        can = (arm["n_unl"] > 0) & (arm["n"] > 0)
-        if small_sample:
-            can &= arm["g_lab"] >= MIN_TUNE_CLUSTERS
-        ub.append(can.astype(float))
+    inf = _influence(mom, weighted, small_sample, clustered, cr2)
+    alpha_v, delta_v, q, floors = inf["alpha"], inf["delta"], inf["quad"], inf["floor"]
+    r = q.shape[0]
+    ub = (inf["n_unl"] > 0) & (inf["n"] > 0)
+    if small_sample:
+        ub &= mom.g_lab >= MIN_TUNE_CLUSTERS
+    ub = ub.astype(float)
     # share of the control's variance estimated from the labeled clusters (1 without floor)
-    s_dd = np.stack([_quad(arm["delta"], gram, arm["delta"]) for arm in arms], 1)
-    floors = np.stack([arm["floor"] for arm in arms], 1)
+    s_dd = q[:, _DD, _DD]
     h_full = _ratio(s_dd, s_dd + floors)
-    g_lab = np.stack([c["g_lab"], t["g_lab"]], axis=1)
+    g_lab = mom.g_lab
     g_eff, g_eff_effect = _effective_clusters(mom, kish)
     cap = np.minimum(mom.g_lab_union, g_eff_effect) - 2.0
-
-    vecs = np.stack([c["alpha"], c["delta"], t["alpha"], t["delta"]], axis=1)
-    basis = np.einsum("rak,rkl,rbl->rab", vecs, gram, vecs)  # 4 x 4 Gram of the influence parts
-    cc = _quad(c["delta"], gram, c["delta"]) + c["floor"]
-    tt = _quad(t["delta"], gram, t["delta"]) + t["floor"]
-    tc = -_quad(t["delta"], gram, c["delta"])
+    basis = q[:, :4, :4]  # quadratic forms of (alpha_c, delta_c, alpha_t, delta_t)
+    cc, tt = s_dd[:, 0] + floors[:, 0], s_dd[:, 1] + floors[:, 1]
+    tc = -q[:, _DT, _DC]
 
     def evaluate(lam: Array, frac: Array, noise_var: Array, rows: NDArray[np.intp]
                  ) -> dict[str, Array]:
@@ -222,77 +234,79 @@ def solve(
         lambda-noise variance at that share.
         """
         m = rows.size
-        lost = np.where(lam > 0, h_full[rows] * frac[:, None], 0.0)
+        tuned = lam > 0
+        lost = np.where(tuned, h_full[rows] * frac[:, None], 0.0)
         infl = np.ones((m, 2))
         if small_sample:
             gl = g_lab[rows]
-            infl = np.where(lam > 0, _ratio(gl - 1.0, gl - 1.0 - 2.0 * lost), 1.0)
-        # psi_a = alpha_a + lam_a delta_a in the basis (alpha_c, delta_c, alpha_t, delta_t)
-        zeros, ones = np.zeros(m), np.ones(m)
-        psi0 = [np.stack([ones, lam[:, 0], zeros, zeros], 1),
-                np.stack([zeros, zeros, ones, lam[:, 1]], 1)]
-        psi = [np.sqrt(infl[:, a])[:, None] * psi0[a] for a in (0, 1)]
-        bas = basis[rows]
+            infl = np.where(tuned, _ratio(gl - 1.0, gl - 1.0 - 2.0 * lost), 1.0)
+        # psi_a = alpha_a + lam_a delta_a in the basis (alpha_c, delta_c, alpha_t, delta_t);
+        # rows of psi: psi_c, psi_t (inflated), their difference, the uninflated difference
+        psi = np.zeros((m, 4, 4))
+        psi[:, 3, 0], psi[:, 3, 2] = -1.0, 1.0
+        psi[:, 3, 1], psi[:, 3, 3] = -lam[:, 0], lam[:, 1]
+        psi[:, 0, :2] = -psi[:, 3, :2]
+        psi[:, 1, 2:] = psi[:, 3, 2:]
+        psi[:, :2] *= np.sqrt(infl)[..., None]
+        psi[:, 2] = psi[:, 1] - psi[:, 0]
+        forms = np.einsum("mik,mkl,mil->mi", psi, basis[rows], psi)
         floor_part = lam**2 * floors[rows]
-        v_arm = np.stack([_quad(psi[a], bas, psi[a]) for a in (0, 1)], 1) + infl * floor_part
-        d_aug, d0 = psi[1] - psi[0], psi0[1] - psi0[0]
+        v_arm = forms[:, :2] + infl * floor_part
         noise_var = noise_var * infl.mean(axis=1)
         out = {"lam": lam, "lost": lost, "v_arm": v_arm, "shrink": frac,
-               "v": _quad(d_aug, bas, d_aug) + (infl * floor_part).sum(axis=1) + noise_var,
-               "v_in": _quad(d0, bas, d0) + floor_part.sum(axis=1), "noise_var": noise_var}
+               "v": forms[:, 2] + (infl * floor_part).sum(axis=1) + noise_var,
+               "v_in": forms[:, 3] + floor_part.sum(axis=1), "noise_var": noise_var}
         out["df"] = (_welch_df(v_arm, g_eff[rows] - 1.0 - lost, cap[rows] - lost.sum(axis=1))
                      if small_sample else np.full(m, np.inf))
         return out
 
     def box() -> Array:
         """Joint lambdas minimizing the in-sample variance of the effect."""
-        r_vec = t["alpha"] - c["alpha"]
-        s = {"rt": _quad(t["delta"], gram, r_vec), "rc": -_quad(c["delta"], gram, r_vec),
-             "tt": tt, "cc": cc, "tc": tc}
-        lam_t, lam_c = _box_ls(s, ub[1], ub[0])
-        return np.stack([lam_c, lam_t], axis=1)
-
-    def noise_sums(lam: Array, mode: str) -> NoiseSums | None:
-        """Lambda-noise sums at the fitted lambdas (control first), or None without ``lab_z``.
-
-        ``mode``: "joint" (two lambdas, one least squares on the effect), "per_arm" (each arm
-        its own) or "common" (one lambda for both arms).
-        """
-        if lab_z is None or not small_sample:
-            return None
-        al_c, de_c, al_t, de_t = c["alpha"], c["delta"], t["alpha"], t["delta"]
-        grad = np.stack([-c["shift"], t["shift"]], axis=1)
-        ubs = np.stack(ub, axis=1)
-        if mode == "common":
-            d = de_t - de_c
-            effect = np.stack([al_t - al_c, d], axis=1)
-            resid = (al_t - al_c + lam[:, :1] * d)[:, None]
-            a_mat = (tt + cc + 2 * tc)[:, None, None]
-            free = (lam[:, :1] > 1e-9) & (lam[:, :1] < ubs.min(axis=1, keepdims=True) - 1e-9)
-            return lambda_noise_sums(lab_z, effect, d[:, None], resid, lam[:, :1], a_mat, free,
-                                     grad.sum(axis=1, keepdims=True))
-        effect = np.stack([al_t - al_c, -de_c, de_t], axis=1)
-        if mode == "joint":
-            dirs = effect[:, 1:]
-            resid = al_t - al_c - lam[:, :1] * de_c + lam[:, 1:] * de_t
-            resid = np.stack([resid, resid], axis=1)
-            a_mat = np.stack([np.stack([cc, tc], -1), np.stack([tc, tt], -1)], -2)
-        else:
-            dirs = np.stack([de_c, de_t], axis=1)
-            resid = np.stack([al_c + lam[:, :1] * de_c, al_t + lam[:, 1:] * de_t], axis=1)
-            a_mat = np.stack([np.stack([cc, 0 * cc], -1), np.stack([0 * tt, tt], -1)], -2)
-        free = (lam > 1e-9) & (lam < ubs - 1e-9)
-        return lambda_noise_sums(lab_z, effect, dirs, resid, lam, a_mat, free, grad)
+        s = {"rt": q[:, _DT, _DN], "rc": -q[:, _DC, _DN], "tt": tt, "cc": cc, "tc": tc}
+        lam_t, lam_c = _box_ls(s, ub[:, 1], ub[:, 0])
+        return stack1([lam_c, lam_t])
 
     def common() -> Array:
         """One lambda for both arms minimizing the in-sample variance of the effect."""
-        r_vec = t["alpha"] - c["alpha"]
-        b = _quad(t["delta"], gram, r_vec) - _quad(c["delta"], gram, r_vec)
-        lam = _clip_min(b, tt + cc + 2 * tc, np.minimum(ub[0], ub[1]))
-        return np.stack([lam, lam], axis=1)
+        b = q[:, _DT, _DN] - q[:, _DC, _DN]
+        lam = _clip_min(b, tt + cc + 2 * tc, ub.min(axis=1))
+        return stack1([lam, lam])
 
-    def noise_at(noise: NoiseSums | None, frac: float) -> Array:
-        return np.zeros(r) if noise is None else np.maximum(noise.extra(frac), 0.0)
+    def noise_sums(fits: list[tuple[Array, str]]) -> list[NoiseSums | None]:
+        """Lambda-noise sums at fitted lambdas (control first); None without ``lab_z``.
+
+        ``fits``: (lambdas, mode) with mode "joint" (two lambdas, one least squares on the
+        effect), "per_arm" (each arm its own) or "common" (one lambda for both arms).
+        """
+        if lab_z is None or not small_sample:
+            return [None] * len(fits)
+        (al_c, al_t), (de_c, de_t) = alpha_v.transpose(1, 0, 2), delta_v.transpose(1, 0, 2)
+        grad = inf["shift"] * _SIGN
+        problems = []
+        for lam, mode in fits:
+            if mode == "common":
+                d = de_t - de_c
+                effect = stack1([al_t - al_c, d])
+                resid = (al_t - al_c + lam[:, :1] * d)[:, None]
+                a_mat = (tt + cc + 2 * tc)[:, None, None]
+                free = (lam[:, :1] > 1e-9) & (lam[:, :1] < ub.min(axis=1, keepdims=True) - 1e-9)
+                problems.append((effect, d[:, None], resid, lam[:, :1], a_mat, free,
+                                 grad.sum(axis=1, keepdims=True)))
+                continue
+            effect = stack1([al_t - al_c, -de_c, de_t])
+            if mode == "joint":
+                dirs = effect[:, 1:]
+                resid = al_t - al_c - lam[:, :1] * de_c + lam[:, 1:] * de_t
+                resid = resid[:, None].repeat(2, axis=1)
+                a_mat = stack1([cc, tc, tc, tt]).reshape(r, 2, 2)
+            else:
+                dirs = delta_v
+                resid = alpha_v + lam[..., None] * delta_v
+                a_mat = np.zeros((r, 2, 2))
+                a_mat[:, 0, 0], a_mat[:, 1, 1] = cc, tt
+            free = (lam > 1e-9) & (lam < ub - 1e-9)
+            problems.append((effect, dirs, resid, lam, a_mat, free, grad))
+        return lambda_noise_sums(lab_z, problems)
 
     every = np.arange(r)
     if lam_mode == "joint" and small_sample:
@@ -304,17 +318,16 @@ def solve(
         # lambda: raters who differ from non-raters shift the labeled predictions against the
         # unlabeled ones in both arms alike, and a common lambda cancels that shift in the
         # effect, so its own noise stays second order where the joint pair pays it in full.
-        lams, fracs, noise_vars = [], [], []
+        stars = (box(), common())
+        noises = noise_sums([(stars[0], "joint"), (stars[1], "common")])
         grid = SHRINK_GRID[:, None]  # all shares at once: (len(SHRINK_GRID), R) per family
-        for lam_star, mode in ((box(), "joint"), (common(), "common")):
-            noise = noise_sums(lam_star, mode)
-            lams.append((grid[:, :, None] * lam_star[None]).reshape(-1, 2))
-            fracs.append(np.repeat(SHRINK_GRID, r))
-            noise_vars.append(np.zeros(grid.size * r) if noise is None
-                              else np.maximum(noise.extra(grid), 0.0).ravel())
+        lams = np.concatenate([(grid[:, :, None] * s[None]).reshape(-1, 2) for s in stars])
+        noise_vars = np.concatenate([np.zeros(grid.size * r) if noise is None
+                                     else np.maximum(noise.extra(grid), 0.0).ravel()
+                                     for noise in noises])
         n_cand = 2 * SHRINK_GRID.size
-        cand = evaluate(np.concatenate(lams), np.concatenate(fracs), np.concatenate(noise_vars),
-                        np.tile(every, n_cand))
+        cand = evaluate(lams, np.repeat(_GRID_TWICE, r), noise_vars,  # np.tile without wrappers
+                        np.arange(n_cand * r) % r)
         width = (quantile(alpha, cand["df"])
                  * np.sqrt(np.maximum(cand["v"], 0.0))).reshape(n_cand, r)
         idx = np.argmin(width, axis=0) * r + every  # first minimum: ties keep the smaller lambda
@@ -323,50 +336,47 @@ def solve(
         if lam_mode == "joint":
             lam, mode = box(), "joint"
         elif not (small_sample or clustered or weighted):  # ppi_py's pooled-variance lambda
-            lam = np.stack([_ppi_py_lambda(mom, a) * ub[a] for a in (0, 1)], axis=1)
+            lam = np.stack([_ppi_py_lambda(mom, a) * ub[:, a] for a in (0, 1)], axis=1)
             mode = "per_arm"
         else:
-            lam = np.stack([
-                _clip_min(_quad(arm["delta"], gram, arm["alpha"]),
-                          _quad(arm["delta"], gram, arm["delta"]) + arm["floor"], ub[a])
-                for a, arm in enumerate(arms)
-            ], axis=1)
+            lam = _clip_min(q[:, _DD, _AA], s_dd + floors, ub)
             mode = "per_arm"
-        pick = evaluate(lam, np.ones(r), noise_at(noise_sums(lam, mode), 1.0), every)
+        noise = noise_sums([(lam, mode)])[0]
+        pick = evaluate(lam, np.ones(r),
+                        np.zeros(r) if noise is None else np.maximum(noise.extra(1.0), 0.0),
+                        every)
     lam, lost, v_aug_arm, v_aug, v_in = (pick[k] for k in ("lam", "lost", "v_arm", "v", "v_in"))
-    v_naive_arm = np.stack([_quad(arm["alpha"], gram, arm["alpha"]) for arm in arms], 1)
-    dn = t["alpha"] - c["alpha"]
-    v_naive = _quad(dn, gram, dn)
-    mean_naive = np.stack([c["ybar"], t["ybar"]], 1)
-    mean_aug = mean_naive + lam * np.stack([c["shift"], t["shift"]], 1)
+    v_naive_arm = q[:, _AA, _AA]
+    v_naive = q[:, _DN, _DN]
+    mean_naive = inf["ybar"]
+    mean_aug = mean_naive + lam * inf["shift"]
     df_naive = (_welch_df(v_naive_arm, g_eff - 1.0, cap) if small_sample
                 else np.full(r, np.inf))
-    df_aug = pick["df"]
     return EngineResult(
         naive_effect=mean_naive[:, 1] - mean_naive[:, 0],
         naive_se=np.sqrt(np.maximum(v_naive, 0.0)),
         naive_df=df_naive,
         aug_effect=mean_aug[:, 1] - mean_aug[:, 0],
         aug_se=np.sqrt(np.maximum(v_aug, 0.0)),
-        aug_df=df_aug,
+        aug_df=pick["df"],
         aug_se_in_sample=np.sqrt(np.maximum(v_in, 0.0)),
         mean_naive=mean_naive,
         mean_aug=mean_aug,
         se_naive_arm=np.sqrt(np.maximum(v_naive_arm, 0.0)),
         se_aug_arm=np.sqrt(np.maximum(v_aug_arm, 0.0)),
         lam=lam,
-        n_lab=np.stack([c["n"], t["n"]], 1),
-        n_unl=np.stack([c["n_unl"], t["n_unl"]], 1),
-        g_lab=np.stack([c["g_lab"], t["g_lab"]], 1),
-        g_unl=np.stack([c["g_unl"], t["g_unl"]], 1),
+        n_lab=inf["n"],
+        n_unl=inf["n_unl"],
+        g_lab=g_lab,
+        g_unl=mom.g_unl,
         g_lab_union=mom.g_lab_union,
         g_any=mom.g_any,
-        rating_var=np.stack([c["rating_var"], t["rating_var"]], 1),
+        rating_var=inf["rating_var"],
         tuned=lost,
-        pooled_floor=np.stack([c["floor"], t["floor"]], 1),
+        pooled_floor=floors,
         shrink=np.asarray(pick["shrink"], dtype=float),
         lambda_noise_var=pick["noise_var"],
         g_eff=g_eff,
-        pred_shift=np.stack([c["shift"], t["shift"]], 1),
+        pred_shift=inf["shift"],
         pred_shift_se=np.sqrt(np.maximum(s_dd, 0.0)),
     )

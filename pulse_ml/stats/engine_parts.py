@@ -55,12 +55,20 @@ class EngineResult:
     lambda_noise_var: Array  # variance added for the tuned lambdas' own noise (0 without z)
 
 
-def _quad(u: Array, gram: Array, v: Array) -> Array:
-    return np.einsum("rk,rkl,rl->r", u, gram, v)
+_EDGES = np.array([[0.0], [1.0]])  # a lambda's lower and upper bound, times ub (exact)
 
 
-def _ratio(num: Array, den: Array) -> Array:
-    return np.divide(num, den, out=np.zeros(np.broadcast(num, den).shape), where=den > 0)
+def stack1(arrays: list[Array]) -> Array:
+    """``np.stack(arrays, axis=1)`` without its Python-level checks (small arrays, hot path)."""
+    return np.concatenate([a[:, None] for a in arrays], axis=1)
+
+
+def _ratio(num: Array | float, den: Array) -> Array:
+    """``num / den`` where ``den > 0``, else 0."""
+    shape = den.shape
+    if getattr(num, "shape", shape) != shape:  # np.broadcast only when the shapes differ
+        shape = np.broadcast(num, den).shape
+    return np.divide(num, den, out=np.zeros(shape), where=den > 0)
 
 
 def _cr(g: Array, lost: float | Array) -> Array:
@@ -70,7 +78,7 @@ def _cr(g: Array, lost: float | Array) -> Array:
 
 def _clip_min(num: Array, den: Array, ub: Array) -> Array:
     """Minimize over [0, ub] of ``2 lam num + lam^2 den`` (den >= 0)."""
-    return np.clip(_ratio(-num, den), 0.0, ub)
+    return np.minimum(np.maximum(_ratio(-num, den), 0.0), ub)  # = np.clip, without wrappers
 
 
 def _box_ls(s: dict[str, Array], ub_t: Array, ub_c: Array) -> tuple[Array, Array]:
@@ -85,18 +93,16 @@ def _box_ls(s: dict[str, Array], ub_t: Array, ub_c: Array) -> tuple[Array, Array
     def q(lt: Array, lc: Array) -> Array:
         return 2 * lt * rt + 2 * lc * rc + lt**2 * tt + 2 * lt * lc * tc + lc**2 * cc
 
-    cands = []
-    for lc in (np.zeros_like(ub_c), ub_c):
-        cands.append((_clip_min(rt + tc * lc, tt, ub_t), lc))
-    for lt in (np.zeros_like(ub_t), ub_t):
-        cands.append((lt, _clip_min(rc + tc * lt, cc, ub_c)))
+    lc_edge, lt_edge = _EDGES * ub_c, _EDGES * ub_t  # the four edges (0 or ub), two at a time
+    lt_of_lc = _clip_min(rt + tc * lc_edge, tt, ub_t)
+    lc_of_lt = _clip_min(rc + tc * lt_edge, cc, ub_c)
     det = tt * cc - tc**2
     ok = det > 1e-12 * np.maximum(tt * cc, 1e-300)
     lt_i = _ratio(-rt * cc + rc * tc, np.where(ok, det, 0.0))
     lc_i = _ratio(-rc * tt + rt * tc, np.where(ok, det, 0.0))
     inside = ok & (lt_i >= 0) & (lt_i <= ub_t) & (lc_i >= 0) & (lc_i <= ub_c)
-    lts = np.stack([c[0] for c in cands] + [np.where(inside, lt_i, 0.0)])
-    lcs = np.stack([c[1] for c in cands] + [np.where(inside, lc_i, 0.0)])
+    lts = np.concatenate([lt_of_lc, lt_edge, np.where(inside, lt_i, 0.0)[None]])
+    lcs = np.concatenate([lc_edge, lc_of_lt, np.where(inside, lc_i, 0.0)[None]])
     values = q(lts, lcs)
     values[-1] = np.where(inside, values[-1], np.inf)
     best = np.argmin(values, axis=0)
@@ -104,7 +110,7 @@ def _box_ls(s: dict[str, Array], ub_t: Array, ub_c: Array) -> tuple[Array, Array
     return lts[best, cols], lcs[best, cols]
 
 
-def _pooled_floor(mom: Moments, a: int, empirical: Array, clustered: bool) -> Array:
+def _pooled_floor(mom: Moments, empirical: Array, clustered: bool) -> Array:
     """Extra variance so the unlabeled mean's variance is at least its pooled-prediction value.
 
     ``V_pool = s^2 (N + icc (sum_h N_h^2 - N)) / N^2``: ``s^2`` (ddof 1) and the intra-user
@@ -112,26 +118,27 @@ def _pooled_floor(mom: Moments, a: int, empirical: Array, clustered: bool) -> Ar
     the arm, labeled and unlabeled, as ppi_py pools them for its lambda; ``N_h`` = unlabeled
     sessions of user h. With few unlabeled sessions (or users) the empirical variance of their
     mean has almost no degrees of freedom (exactly 0 at N = 1); the floor keeps lambda from
-    exploiting that noise.
+    exploiting that noise. Both arms at once: ``empirical`` and the result have shape (R, 2).
     """
-    tot = mom.tot[:, a, :]
-    n, n_unl = tot[:, _I["m"]], tot[:, _I["mu"]]
+    tot = mom.tot
+    n, n_unl = tot[..., _I["m"]], tot[..., _I["mu"]]
     big_m = n + n_unl
-    s1 = tot[:, _I["sf"]] + tot[:, _I["su"]]
-    s2 = tot[:, _I["sff"]] + tot[:, _I["suu"]]
-    ss_total = np.maximum(s2 - _ratio(s1**2, big_m), 0.0)
+    s1 = tot[..., _I["sf"]] + tot[..., _I["su"]]
+    s2 = tot[..., _I["sff"]] + tot[..., _I["suu"]]
+    mean_part = _ratio(s1**2, big_m)
+    ss_total = np.maximum(s2 - mean_part, 0.0)
     var = _ratio(ss_total, big_m - 1.0)
     icc = np.zeros_like(var)
     if clustered:
-        g = mom.g_all[:, a]
-        ss_between = np.maximum(mom.t2_over_m[:, a] - _ratio(s1**2, big_m), 0.0)
+        g = mom.g_all
+        ss_between = np.maximum(mom.t2_over_m - mean_part, 0.0)
         ss_within = np.maximum(ss_total - ss_between, 0.0)
         ms_b = _ratio(ss_between, g - 1.0)
         ms_w = _ratio(ss_within, big_m - g)
-        n0 = _ratio(big_m - _ratio(mom.m2[:, a], big_m), g - 1.0)
+        n0 = _ratio(big_m - _ratio(mom.m2, big_m), g - 1.0)
         sigma_b = np.maximum(_ratio(ms_b - ms_w, n0), 0.0)
         icc = np.clip(_ratio(sigma_b, sigma_b + ms_w), 0.0, 1.0)
-    v_pool = var * _ratio(n_unl + icc * (mom.mu2[:, a] - n_unl), n_unl**2)
+    v_pool = var * _ratio(n_unl + icc * (mom.mu2 - n_unl), n_unl**2)
     return np.maximum(v_pool - empirical, 0.0)
 
 
@@ -175,7 +182,7 @@ def _welch_df(v: Array, nu: Array, cap: Array) -> Array:
     num = v.sum(axis=1) ** 2
     den = (_ratio(v**2, nu)).sum(axis=1)
     df = np.where(den > 0, _ratio(num, den), nu.min(axis=1))
-    return np.clip(np.minimum(df, cap), 1.0, None)
+    return np.maximum(np.minimum(df, cap), 1.0)
 
 
 def quantile(alpha: float, df: Array) -> Array:

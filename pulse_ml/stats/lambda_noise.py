@@ -35,6 +35,7 @@ from numpy.typing import NDArray
 __all__ = ["NoiseSums", "lambda_noise_sums"]
 
 Array = NDArray[np.float64]
+_EYE = (np.eye(1)[None], np.eye(2)[None])  # identity of a fit with P = 1 or 2 lambdas
 
 
 @dataclass(frozen=True)
@@ -57,48 +58,50 @@ class NoiseSums:
         return 2 * share * self.s1 + share**2 * (2 * self.s2 + self.s3)
 
 
-def lambda_noise_sums(
-    z: Array,
-    effect_vecs: Array,
-    dir_vecs: Array,
-    resid_vecs: Array,
-    lam: Array,
-    gram_a: Array,
-    free: NDArray[np.bool_],
-    grad: Array,
-) -> NoiseSums:
-    """Per-cluster delta-method sums of the lambda-noise term.
+def lambda_noise_sums(z: Array, fits: list[tuple]) -> list[NoiseSums]:
+    """Per-cluster delta-method sums of the lambda-noise term of one or more lambda fits.
 
-    With ``K`` linear sums per cluster and ``P`` lambdas:
+    Each fit is a tuple ``(effect_vecs, dir_vecs, resid_vecs, lam, gram_a, free, grad)``; with
+    ``K`` linear sums per cluster and ``P`` lambdas of that fit:
+
+    * ``effect_vecs``: effect influence vectors, shape (R, 1 + P, K): at lambda 0 first, then
+      the change per unit of each lambda;
+    * ``dir_vecs``: influence vectors ``d_p`` of the directions each lambda was fitted in,
+      shape (R, P, K);
+    * ``resid_vecs``: influence vectors ``e_p`` of the residual each lambda's fit minimizes, at
+      the fitted lambdas, shape (R, P, K) (the same row for a joint fit);
+    * ``lam``: fitted lambdas, shape (R, P); ``gram_a``: normal-equation matrices ``A``, shape
+      (R, P, P); ``free``: coordinates strictly inside their bounds, shape (R, P);
+    * ``grad``: ``dEffect / dlam_p`` (the prediction-mean differences, signed), shape (R, P).
 
     Args:
-        z: Per-cluster linear sums, shape (R, G, K).
-        effect_vecs: Effect influence vectors, shape (R, 1 + P, K): at lambda 0 first, then the
-            change per unit of each lambda.
-        dir_vecs: Influence vectors ``d_p`` of the directions each lambda was fitted in, shape
-            (R, P, K).
-        resid_vecs: Influence vectors ``e_p`` of the residual each lambda's fit minimizes, at the
-            fitted lambdas, shape (R, P, K) (the same row for a joint fit).
-        lam: Fitted lambdas, shape (R, P).
-        gram_a: Normal-equation matrices ``A``, shape (R, P, P).
-        free: Coordinates strictly inside their bounds, shape (R, P).
-        grad: ``dEffect / dlam_p`` (the prediction-mean differences, signed), shape (R, P).
+        z: Per-cluster linear sums, shape (R, G, K), read once for all fits.
+        fits: The fits.
 
     Returns:
-        The sums.
+        The sums of each fit, in order.
     """
-    p = lam.shape[1]
-    eff = np.einsum("rgk,rjk->rgj", z, effect_vecs)  # (R, G, 1 + P)
-    r_g, fit_g = eff[..., 0], np.einsum("rgp,rp->rg", eff[..., 1:], lam)
-    d_g = np.einsum("rgk,rpk->rgp", z, dir_vecs)
-    e_g = np.einsum("rgk,rpk->rgp", z, resid_vecs)
-    eye = np.eye(p)[None]
-    mask = free[:, :, None] & free[:, None, :]
-    a_free = np.where(mask, gram_a, 0.0) + np.where(free[:, :, None], 0.0, eye)
-    scale = np.abs(a_free).max(axis=(1, 2), keepdims=True)
-    a_free = a_free + 1e-12 * np.where(scale > 0, scale, 1.0) * eye
-    c = np.linalg.solve(a_free, (grad * free)[..., None])[..., 0]  # A_f^{-1} grad_f
-    kappa = -np.einsum("rgp,rp->rg", d_g * e_g, c)
-    return NoiseSums(s1=np.einsum("rg,rg->r", r_g, kappa),
-                     s2=np.einsum("rg,rg->r", fit_g, kappa),
-                     s3=np.einsum("rg,rg->r", kappa, kappa))
+    vecs = [v for fit in fits for v in fit[:3]]
+    # (R, G, sum of 1 + 3P); einsum, not matmul: BLAS would wake threads that spin on CPU time
+    proj = np.einsum("rgk,rjk->rgj", z, np.concatenate(vecs, 1))
+    out, start = [], 0
+    for _, _, _, lam, gram_a, free, grad in fits:
+        p = lam.shape[1]
+        eff = proj[..., start : start + 1 + p]  # (R, G, 1 + P)
+        d_g = proj[..., start + 1 + p : start + 1 + 2 * p]
+        e_g = proj[..., start + 1 + 2 * p : start + 1 + 3 * p]
+        start += 1 + 3 * p
+        r_g, fit_g = eff[..., 0], np.einsum("rgp,rp->rg", eff[..., 1:], lam)
+        eye = _EYE[p - 1] if p <= len(_EYE) else np.eye(p)[None]
+        mask = free[:, :, None] & free[:, None, :]
+        a_free = np.where(mask, gram_a, 0.0) + np.where(free[:, :, None], 0.0, eye)
+        scale = np.maximum.reduce(np.abs(a_free).reshape(-1, p * p), axis=1)[:, None, None]
+        a_free = a_free + 1e-12 * np.where(scale > 0, scale, 1.0) * eye
+        rhs = grad * free
+        c = (rhs / a_free[:, 0] if p == 1  # A_f^{-1} grad_f
+             else np.linalg.solve(a_free, rhs[..., None])[..., 0])
+        kappa = -np.einsum("rgp,rp->rg", d_g * e_g, c)
+        sums = np.einsum("rag,rg->ra", np.concatenate(  # s1, s2, s3 in one pass
+            [r_g[:, None], fit_g[:, None], kappa[:, None]], axis=1), kappa)
+        out.append(NoiseSums(s1=sums[:, 0], s2=sums[:, 1], s3=sums[:, 2]))
+    return out
