@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from mlflow.types.utils import _infer_schema
 
-from pulse_ml.registry.runs import _SCHEMA_ROWS, _table_schema
+from pulse_ml.registry.dataset_input import _SCHEMA_ROWS, _table_schema
 
 
 def test_table_schema_equals_mlflow_inference(small_demo):
