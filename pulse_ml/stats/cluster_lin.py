@@ -72,11 +72,11 @@ def _icc(codes: NDArray[np.intp], y: Array, n_codes: int) -> Array:
     """
     n = float(codes.size)
     counts = np.bincount(codes, minlength=n_codes).astype(float)
-    excess = float((counts * counts).sum()) - n  # integer squares: exact in any order
+    excess = float(np.add.reduce(counts * counts)) - n  # integer squares: exact in any order
     if n < 3 or excess <= 0:
         return np.zeros(y.shape[0])
-    dev = y - y.sum(axis=1, keepdims=True) / y.shape[1]  # = y - y.mean(axis=1)
-    q = (bincount(codes, dev, n_codes) ** 2).sum(axis=1)
+    dev = y - np.add.reduce(y, axis=1, keepdims=True) / y.shape[1]  # = y - y.mean(axis=1)
+    q = np.add.reduce(bincount(codes, dev, n_codes) ** 2, axis=1)
     s2 = np.einsum("rn,rn->r", dev, dev) / (n - 1.0)
     rho = np.divide(q / np.maximum(s2, 1e-300) - n, excess)
     return np.minimum(np.maximum(np.where(s2 > 0, rho, 0.0), 0.0), 1.0)  # clip to [0, 1]
@@ -111,12 +111,13 @@ def kish_sums(arms: list[tuple], n_codes: int, prepared: ArmSamples | None = Non
         w = w if w.shape == y.shape else np.broadcast_to(w, y.shape)
         sq = bincount(cl, w * w, g_l)
         shares[a] = sq + _icc(cl, y, g_l)[:, None] * (bincount(cl, w, g_l) ** 2 - sq)
-        w2 = w.sum(axis=1)[:, None] ** 2
+        w2 = np.add.reduce(w, axis=1)[:, None] ** 2
         part = np.divide(shares[a], w2, out=np.zeros((r, g_l)), where=w2 > 0)
         if a == 0:
             shares[2] = part
         else:
             shares[2] += part
-    num = shares.sum(axis=-1) ** 2  # G* = (sum_g v_g)^2 / sum_g v_g^2 of the three at once
+    # G* = (sum_g v_g)^2 / sum_g v_g^2 of the three at once
+    num = np.add.reduce(shares, axis=-1) ** 2
     den = np.einsum("arg,arg->ar", shares, shares)
     return np.divide(num, den, out=np.zeros_like(num), where=den > 0).T

@@ -59,7 +59,7 @@ def leverage_scale(sums: Array, col: int) -> Array:
     sample does not touch (dense layout) have ``h_g = 0``: factor 1 on zero sums.
     """
     part = sums[..., col]
-    h = part / np.maximum(part.sum(axis=-1, keepdims=True), 1e-300)
+    h = part / np.maximum(np.add.reduce(part, axis=-1, keepdims=True), 1e-300)
     return np.where(h < 1.0 - 1e-9, 1.0 / np.sqrt(np.maximum(1.0 - h, 1e-300)), 0.0)
 
 
@@ -140,8 +140,8 @@ def labeled_sample(codes: NDArray[np.intp], y: Array, f: Array, w: Array, n_code
     flat = (keys + k * np.arange(r * N_LAB_COLS)[:, None]).ravel()
     sums = np.bincount(flat, weights=cols.ravel(), minlength=r * N_LAB_COLS * k)
     sums = sums.reshape(r, N_LAB_COLS, k)
-    return Sample(present, np.ascontiguousarray(sums.transpose(0, 2, 1)), sums.sum(axis=-1),
-                  rank is None, rank)
+    return Sample(present, np.ascontiguousarray(sums.transpose(0, 2, 1)),
+                  np.add.reduce(sums, axis=-1), rank is None, rank)
 
 
 _SPAN = 1 << 18  # fewest values per block of a centered pass over unlabeled predictions
@@ -177,7 +177,7 @@ def unlabeled_sample(codes: NDArray[np.intp], fu: Array, n_codes: int, shift: fl
     m = count.astype(float) if dense else count[present].astype(float)
     sums, tot = np.empty((r, k, 2)), np.empty((r, 3))  # filled in place: no stacking calls
     sums[..., 0], sums[..., 1] = m, su
-    tot[:, 0], tot[:, 1], tot[:, 2] = m.sum(), su.sum(axis=-1), squares
+    tot[:, 0], tot[:, 1], tot[:, 2] = np.add.reduce(m), np.add.reduce(su, axis=-1), squares
     return Sample(present, sums, tot, dense, rank)
 
 

@@ -252,11 +252,12 @@ def solve(
         forms = np.einsum("mik,mkl,mil->mi", psi, basis[rows], psi)
         floor_part = lam**2 * floors[rows]
         v_arm = forms[:, :2] + infl * floor_part
-        noise_var = noise_var * infl.mean(axis=1)
+        noise_var = noise_var * (np.add.reduce(infl, axis=1) / 2.0)
         out = {"lam": lam, "lost": lost, "v_arm": v_arm, "shrink": frac,
-               "v": forms[:, 2] + (infl * floor_part).sum(axis=1) + noise_var,
-               "v_in": forms[:, 3] + floor_part.sum(axis=1), "noise_var": noise_var}
-        out["df"] = (_welch_df(v_arm, g_eff[rows] - 1.0 - lost, cap[rows] - lost.sum(axis=1))
+               "v": forms[:, 2] + np.add.reduce(infl * floor_part, axis=1) + noise_var,
+               "v_in": forms[:, 3] + np.add.reduce(floor_part, axis=1), "noise_var": noise_var}
+        cap_m = cap[rows] - np.add.reduce(lost, axis=1)
+        out["df"] = (_welch_df(v_arm, g_eff[rows] - 1.0 - lost, cap_m)
                      if small_sample else np.full(m, np.inf))
         return out
 
@@ -269,7 +270,7 @@ def solve(
     def common() -> Array:
         """One lambda for both arms minimizing the in-sample variance of the effect."""
         b = q[:, _DT, _DN] - q[:, _DC, _DN]
-        lam = _clip_min(b, tt + cc + 2 * tc, ub.min(axis=1))
+        lam = _clip_min(b, tt + cc + 2 * tc, np.minimum(ub[:, 0], ub[:, 1]))
         return stack1([lam, lam])
 
     def noise_sums(fits: list[tuple[Array, str]]) -> list[NoiseSums | None]:
@@ -289,9 +290,9 @@ def solve(
                 effect = stack1([al_t - al_c, d])
                 resid = (al_t - al_c + lam[:, :1] * d)[:, None]
                 a_mat = (tt + cc + 2 * tc)[:, None, None]
-                free = (lam[:, :1] > 1e-9) & (lam[:, :1] < ub.min(axis=1, keepdims=True) - 1e-9)
+                free = (lam[:, :1] > 1e-9) & (lam[:, :1] < np.minimum(ub[:, :1], ub[:, 1:]) - 1e-9)
                 problems.append((effect, d[:, None], resid, lam[:, :1], a_mat, free,
-                                 grad.sum(axis=1, keepdims=True)))
+                                 np.add.reduce(grad, axis=1, keepdims=True)))
                 continue
             effect = stack1([al_t - al_c, -de_c, de_t])
             if mode == "joint":
