@@ -73,6 +73,7 @@ _COL = {name: _ARMS * _K + i for name, i in _L.items()}  # each arm's column of 
 _AC, _DC, _AT, _DT, _DN = range(5)  # alpha_c, delta_c, alpha_t, delta_t, alpha_t - alpha_c
 _U = np.array([5, 6])  # each arm's unlabeled-mean vector (the pooled floor's empirical variance)
 _AA, _DD = np.array([_AC, _AT]), np.array([_DC, _DT])  # per arm (index arrays made once)
+_REAL_ONE = np.array([[True, False], [False, False]])  # A of a one-lambda fit, padded to 2x2
 
 
 def _influence(
@@ -282,32 +283,36 @@ def solve(
         if lab_z is None or not small_sample:
             return [None] * len(fits)
         (al_c, al_t), (de_c, de_t) = alpha_v.transpose(1, 0, 2), delta_v.transpose(1, 0, 2)
-        grad = inf["shift"] * _SIGN
-        problems = []
-        for lam, mode in fits:
+        grad, naive = inf["shift"] * _SIGN, al_t - al_c
+        n_fit = len(fits)  # one problem of P = 2 lambdas per fit (a common one padded)
+        vecs = np.zeros((r, n_fit, 7, 2 * _K))  # rows: effect (3), directions (2), residuals (2)
+        lams, grads, a_mat = np.zeros((r, n_fit, 2)), np.zeros((r, n_fit, 2)), np.zeros(
+            (r, n_fit, 2, 2))
+        free, real = np.zeros((r, n_fit, 2), dtype=bool), np.ones((n_fit, 2, 2), dtype=bool)
+        for i, (lam, mode) in enumerate(fits):
+            v = vecs[:, i]
+            v[:, 0] = naive
             if mode == "common":
-                d = de_t - de_c
-                effect = stack1([al_t - al_c, d])
-                resid = (al_t - al_c + lam[:, :1] * d)[:, None]
-                a_mat = (tt + cc + 2 * tc)[:, None, None]
-                free = (lam[:, :1] > 1e-9) & (lam[:, :1] < np.minimum(ub[:, :1], ub[:, 1:]) - 1e-9)
-                problems.append((effect, d[:, None], resid, lam[:, :1], a_mat, free,
-                                 np.add.reduce(grad, axis=1, keepdims=True)))
+                v[:, 1] = v[:, 3] = de_t - de_c
+                v[:, 5] = naive + lam[:, :1] * v[:, 1]
+                lams[:, i, 0], grads[:, i, 0] = lam[:, 0], grad[:, 0] + grad[:, 1]
+                a_mat[:, i, 0, 0] = tt + cc + 2 * tc
+                free[:, i, 0] = (lam[:, 0] > 1e-9) & (lam[:, 0] < np.minimum(ub[:, 0], ub[:, 1])
+                                                      - 1e-9)
+                real[i] = _REAL_ONE
                 continue
-            effect = stack1([al_t - al_c, -de_c, de_t])
+            v[:, 1], v[:, 2] = -de_c, de_t
             if mode == "joint":
-                dirs = effect[:, 1:]
-                resid = al_t - al_c - lam[:, :1] * de_c + lam[:, 1:] * de_t
-                resid = resid[:, None].repeat(2, axis=1)
-                a_mat = stack1([cc, tc, tc, tt]).reshape(r, 2, 2)
+                v[:, 3:5] = v[:, 1:3]
+                v[:, 5] = v[:, 6] = naive - lam[:, :1] * de_c + lam[:, 1:] * de_t
+                a_mat[:, i, 0, 1] = a_mat[:, i, 1, 0] = tc
             else:
-                dirs = delta_v
-                resid = alpha_v + lam[..., None] * delta_v
-                a_mat = np.zeros((r, 2, 2))
-                a_mat[:, 0, 0], a_mat[:, 1, 1] = cc, tt
-            free = (lam > 1e-9) & (lam < ub - 1e-9)
-            problems.append((effect, dirs, resid, lam, a_mat, free, grad))
-        return lambda_noise_sums(lab_z, problems)
+                v[:, 3:5] = delta_v
+                v[:, 5:7] = alpha_v + lam[..., None] * delta_v
+            a_mat[:, i, 0, 0], a_mat[:, i, 1, 1] = cc, tt
+            lams[:, i], grads[:, i] = lam, grad
+            free[:, i] = (lam > 1e-9) & (lam < ub - 1e-9)
+        return lambda_noise_sums(lab_z, vecs, lams, a_mat, free, grads, real)
 
     every = np.arange(r)
     if lam_mode == "joint" and small_sample:

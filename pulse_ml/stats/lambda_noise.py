@@ -35,7 +35,7 @@ from numpy.typing import NDArray
 __all__ = ["NoiseSums", "lambda_noise_sums"]
 
 Array = NDArray[np.float64]
-_EYE = (np.eye(1)[None], np.eye(2)[None])  # identity of a fit with P = 1 or 2 lambdas
+_EYE = (np.eye(1), np.eye(2))  # identity of fits with P = 1 or 2 lambdas
 
 
 @dataclass(frozen=True)
@@ -58,50 +58,51 @@ class NoiseSums:
         return 2 * share * self.s1 + share**2 * (2 * self.s2 + self.s3)
 
 
-def lambda_noise_sums(z: Array, fits: list[tuple]) -> list[NoiseSums]:
-    """Per-cluster delta-method sums of the lambda-noise term of one or more lambda fits.
+def lambda_noise_sums(z: Array, vecs: Array, lam: Array, gram_a: Array, free: NDArray[np.bool_],
+                      grad: Array, real: NDArray[np.bool_]) -> list[NoiseSums]:
+    """Per-cluster delta-method sums of the lambda-noise term of F lambda fits at once.
 
-    Each fit is a tuple ``(effect_vecs, dir_vecs, resid_vecs, lam, gram_a, free, grad)``; with
-    ``K`` linear sums per cluster and ``P`` lambdas of that fit:
+    Every fit has ``P`` lambdas (a fit with fewer is padded: zero vectors, lambdas and
+    gradients, coordinates not ``free`` and not ``real``); with ``K`` linear sums per cluster:
 
-    * ``effect_vecs``: effect influence vectors, shape (R, 1 + P, K): at lambda 0 first, then
-      the change per unit of each lambda;
-    * ``dir_vecs``: influence vectors ``d_p`` of the directions each lambda was fitted in,
-      shape (R, P, K);
-    * ``resid_vecs``: influence vectors ``e_p`` of the residual each lambda's fit minimizes, at
-      the fitted lambdas, shape (R, P, K) (the same row for a joint fit);
-    * ``lam``: fitted lambdas, shape (R, P); ``gram_a``: normal-equation matrices ``A``, shape
-      (R, P, P); ``free``: coordinates strictly inside their bounds, shape (R, P);
-    * ``grad``: ``dEffect / dlam_p`` (the prediction-mean differences, signed), shape (R, P).
+    * ``vecs``: shape (R, F, 1 + 3P, K): the effect influence vectors at lambda 0 and per unit
+      of each lambda (1 + P), the influence vectors ``d_p`` of the directions each lambda was
+      fitted in (P), and ``e_p`` of the residual each lambda's fit minimizes, at the fitted
+      lambdas (P; the same row twice for a joint fit);
+    * ``lam``: fitted lambdas, (R, F, P); ``gram_a``: normal-equation matrices ``A``,
+      (R, F, P, P); ``free``: coordinates strictly inside their bounds, (R, F, P);
+    * ``grad``: ``dEffect / dlam_p`` (the prediction-mean differences, signed), (R, F, P);
+    * ``real``: (F, P, P), the entries of ``A`` that belong to the fit (not padding): they
+      alone set the scale of the ridge that keeps ``A`` invertible.
 
     Args:
         z: Per-cluster linear sums, shape (R, G, K), read once for all fits.
-        fits: The fits.
+        vecs: The vectors above.
+        lam: The fitted lambdas.
+        gram_a: The normal-equation matrices.
+        free: The free coordinates.
+        grad: The gradients.
+        real: The fits' own entries of ``gram_a``.
 
     Returns:
         The sums of each fit, in order.
     """
-    vecs = [v for fit in fits for v in fit[:3]]
-    # (R, G, sum of 1 + 3P); einsum, not matmul: BLAS would wake threads that spin on CPU time
-    proj = np.einsum("rgk,rjk->rgj", z, np.concatenate(vecs, 1))
-    out, start = [], 0
-    for _, _, _, lam, gram_a, free, grad in fits:
-        p = lam.shape[1]
-        eff = proj[..., start : start + 1 + p]  # (R, G, 1 + P)
-        d_g = proj[..., start + 1 + p : start + 1 + 2 * p]
-        e_g = proj[..., start + 1 + 2 * p : start + 1 + 3 * p]
-        start += 1 + 3 * p
-        r_g, fit_g = eff[..., 0], np.einsum("rgp,rp->rg", eff[..., 1:], lam)
-        eye = _EYE[p - 1] if p <= len(_EYE) else np.eye(p)[None]
-        mask = free[:, :, None] & free[:, None, :]
-        a_free = np.where(mask, gram_a, 0.0) + np.where(free[:, :, None], 0.0, eye)
-        scale = np.maximum.reduce(np.abs(a_free).reshape(-1, p * p), axis=1)[:, None, None]
-        a_free = a_free + 1e-12 * np.where(scale > 0, scale, 1.0) * eye
-        rhs = grad * free
-        c = (rhs / a_free[:, 0] if p == 1  # A_f^{-1} grad_f
-             else np.linalg.solve(a_free, rhs[..., None])[..., 0])
-        kappa = -np.einsum("rgp,rp->rg", d_g * e_g, c)
-        sums = np.einsum("rag,rg->ra", np.concatenate(  # s1, s2, s3 in one pass
-            [r_g[:, None], fit_g[:, None], kappa[:, None]], axis=1), kappa)
-        out.append(NoiseSums(s1=sums[:, 0], s2=sums[:, 1], s3=sums[:, 2]))
-    return out
+    r, n_fit, width, k = vecs.shape
+    p = lam.shape[2]
+    # (R, G, F, 1 + 3P); einsum, not matmul: BLAS would wake threads that spin on CPU time
+    proj = np.einsum("rgk,rjk->rgj", z, vecs.reshape(r, n_fit * width, k))
+    proj = proj.reshape(r, z.shape[1], n_fit, width)
+    eff, d_g, e_g = proj[..., : 1 + p], proj[..., 1 + p : 1 + 2 * p], proj[..., 1 + 2 * p :]
+    r_g, fit_g = eff[..., 0], np.einsum("rgfp,rfp->rgf", eff[..., 1:], lam)
+    eye = _EYE[p - 1]
+    mask = free[..., :, None] & free[..., None, :]
+    a_free = np.where(mask, gram_a, 0.0) + np.where(free[..., :, None], 0.0, eye)
+    scale = np.maximum.reduce(np.where(real, np.abs(a_free), 0.0).reshape(r, n_fit, p * p),
+                              axis=2)[..., None, None]
+    a_free = a_free + 1e-12 * np.where(scale > 0, scale, 1.0) * eye
+    c = np.linalg.solve(a_free, (grad * free)[..., None])[..., 0]  # A_f^{-1} grad_f
+    kappa = -np.einsum("rgfp,rfp->rgf", d_g * e_g, c)
+    sums = np.einsum("ragf,rgf->rfa", np.concatenate(  # s1, s2, s3 in one pass
+        [r_g[:, None], fit_g[:, None], kappa[:, None]], axis=1), kappa)
+    return [NoiseSums(s1=sums[:, f, 0], s2=sums[:, f, 1], s3=sums[:, f, 2])
+            for f in range(n_fit)]
