@@ -52,7 +52,7 @@ def labeled_cluster_lin(arms: list[tuple], n_codes: int,
         # CR2 factors within each sample, as the moments' (shared: Sample.lin_cr2)
         block[:, rank[lab.codes]] = (lab.rows(lab.codes, lab.lin_cr2) if cr2
                                      else lab.touched[..., :_N_LIN_LAB])
-        if unl is None or not unl.present.any():
+        if unl is None or not np.logical_or.reduce(unl.present):
             continue
         block = out[:, :, o + _N_LIN_LAB : o + _N_LIN_LAB + 2]
         src = unl.lin_cr2 if cr2 else unl.sums

@@ -230,7 +230,8 @@ def arm_samples(arms: list[tuple], n_codes: int,
             used[arm[0]] = True
             if not singleton_unl[a]:
                 used[arm[4]] = True
-        if not used.all():  # the rank of each code among the used ones (np.unique's order)
+        # the rank of each code among the used ones (np.unique's order)
+        if not np.logical_and.reduce(used):
             rank = np.cumsum(used) - 1
             n_codes = int(rank[-1]) + 1
             arms = [(rank[cl], y, f, w, cu if singleton_unl[a] else rank[cu], fu)
