@@ -74,6 +74,13 @@ _AC, _DC, _AT, _DT, _DN = range(5)  # alpha_c, delta_c, alpha_t, delta_t, alpha_
 _U = np.array([5, 6])  # each arm's unlabeled-mean vector (the pooled floor's empirical variance)
 _AA, _DD = np.array([_AC, _AT]), np.array([_DC, _DT])  # per arm (index arrays made once)
 _REAL_ONE = np.array([[True, False], [False, False]])  # A of a one-lambda fit, padded to 2x2
+# lambda-noise fits (see noise_sums) on the basis (alpha_c, alpha_t, delta_c, delta_t): rows
+# effect at lambda 0, fitted part (lambdas filled in), directions (2), residuals (2)
+_NAIVE = [-1.0, 1.0, 0.0, 0.0]
+_COEF = {"joint": np.array([_NAIVE, [0] * 4, [0, 0, -1, 0], [0, 0, 0, 1], _NAIVE, _NAIVE]),
+         "common": np.array([_NAIVE, [0] * 4, [0, 0, -1, 1], [0] * 4, _NAIVE, [0] * 4]),
+         "per_arm": np.array([_NAIVE, [0] * 4, [0, 0, 1, 0], [0, 0, 0, 1], [1, 0, 0, 0],
+                              [0, 1, 0, 0]], dtype=float)}
 
 
 def _influence(
@@ -282,37 +289,31 @@ def solve(
         """
         if lab_z is None or not small_sample:
             return [None] * len(fits)
-        (al_c, al_t), (de_c, de_t) = alpha_v.transpose(1, 0, 2), delta_v.transpose(1, 0, 2)
-        grad, naive = inf["shift"] * _SIGN, al_t - al_c
-        n_fit = len(fits)  # one problem of P = 2 lambdas per fit (a common one padded)
-        vecs = np.zeros((r, n_fit, 7, 2 * _K))  # rows: effect (3), directions (2), residuals (2)
-        lams, grads, a_mat = np.zeros((r, n_fit, 2)), np.zeros((r, n_fit, 2)), np.zeros(
-            (r, n_fit, 2, 2))
+        grad, n_fit = inf["shift"] * _SIGN, len(fits)  # P = 2 lambdas per fit (common: padded)
+        coef = np.empty((r, n_fit, 6, 4))  # on the basis (alpha_c, alpha_t, delta_c, delta_t)
+        grads, a_mat = np.zeros((r, n_fit, 2)), np.zeros((r, n_fit, 2, 2))
         free, real = np.zeros((r, n_fit, 2), dtype=bool), np.ones((n_fit, 2, 2), dtype=bool)
         for i, (lam, mode) in enumerate(fits):
-            v = vecs[:, i]
-            v[:, 0] = naive
+            coef[:, i] = _COEF[mode]
+            coef[:, i, 1, 2:] = signed = lam * _SIGN  # the fitted part: -lam_c d_c + lam_t d_t
             if mode == "common":
-                v[:, 1] = v[:, 3] = de_t - de_c
-                v[:, 5] = naive + lam[:, :1] * v[:, 1]
-                lams[:, i, 0], grads[:, i, 0] = lam[:, 0], grad[:, 0] + grad[:, 1]
+                coef[:, i, 4, 2:] = signed
+                grads[:, i, 0] = grad[:, 0] + grad[:, 1]
                 a_mat[:, i, 0, 0] = tt + cc + 2 * tc
                 free[:, i, 0] = (lam[:, 0] > 1e-9) & (lam[:, 0] < np.minimum(ub[:, 0], ub[:, 1])
                                                       - 1e-9)
                 real[i] = _REAL_ONE
                 continue
-            v[:, 1], v[:, 2] = -de_c, de_t
             if mode == "joint":
-                v[:, 3:5] = v[:, 1:3]
-                v[:, 5] = v[:, 6] = naive - lam[:, :1] * de_c + lam[:, 1:] * de_t
+                coef[:, i, 4, 2:] = coef[:, i, 5, 2:] = signed
                 a_mat[:, i, 0, 1] = a_mat[:, i, 1, 0] = tc
             else:
-                v[:, 3:5] = delta_v
-                v[:, 5:7] = alpha_v + lam[..., None] * delta_v
+                coef[:, i, 4, 2], coef[:, i, 5, 3] = lam[:, 0], lam[:, 1]
             a_mat[:, i, 0, 0], a_mat[:, i, 1, 1] = cc, tt
-            lams[:, i], grads[:, i] = lam, grad
+            grads[:, i] = grad
             free[:, i] = (lam > 1e-9) & (lam < ub - 1e-9)
-        return lambda_noise_sums(lab_z, vecs, lams, a_mat, free, grads, real)
+        basis = np.concatenate([alpha_v, delta_v], axis=1)
+        return lambda_noise_sums(lab_z, basis, coef, a_mat, free, grads, real)
 
     every = np.arange(r)
     if lam_mode == "joint" and small_sample:

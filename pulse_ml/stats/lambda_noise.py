@@ -58,27 +58,31 @@ class NoiseSums:
         return 2 * share * self.s1 + share**2 * (2 * self.s2 + self.s3)
 
 
-def lambda_noise_sums(z: Array, vecs: Array, lam: Array, gram_a: Array, free: NDArray[np.bool_],
-                      grad: Array, real: NDArray[np.bool_]) -> list[NoiseSums]:
+def lambda_noise_sums(z: Array, basis: Array, coef: Array, gram_a: Array,
+                      free: NDArray[np.bool_], grad: Array, real: NDArray[np.bool_]
+                      ) -> list[NoiseSums]:
     """Per-cluster delta-method sums of the lambda-noise term of F lambda fits at once.
 
-    Every fit has ``P`` lambdas (a fit with fewer is padded: zero vectors, lambdas and
-    gradients, coordinates not ``free`` and not ``real``); with ``K`` linear sums per cluster:
+    Every fit has ``P`` lambdas (a fit with fewer is padded: zero coefficients and gradients,
+    coordinates not ``free`` and not ``real``). Its influence vectors over the ``K`` linear sums
+    of a cluster are combinations of a few ``basis`` vectors (the arms' alpha and delta), so
+    ``z`` is projected once onto the basis and the fits' projections are combinations of those:
 
-    * ``vecs``: shape (R, F, 1 + 3P, K): the effect influence vectors at lambda 0 and per unit
-      of each lambda (1 + P), the influence vectors ``d_p`` of the directions each lambda was
-      fitted in (P), and ``e_p`` of the residual each lambda's fit minimizes, at the fitted
-      lambdas (P; the same row twice for a joint fit);
-    * ``lam``: fitted lambdas, (R, F, P); ``gram_a``: normal-equation matrices ``A``,
-      (R, F, P, P); ``free``: coordinates strictly inside their bounds, (R, F, P);
-    * ``grad``: ``dEffect / dlam_p`` (the prediction-mean differences, signed), (R, F, P);
+    * ``coef``: shape (R, F, 2 + 2P, B), the coefficients on the basis of the effect's influence
+      at lambda 0, of the fitted lambdas' part of it (``sum_p lam_p`` times the effect's change
+      per unit of lambda p), of the directions ``d_p`` each lambda was fitted in (P) and of the
+      residuals ``e_p`` each fit minimizes at the fitted lambdas (P; the same row twice for a
+      joint fit);
+    * ``gram_a``: normal-equation matrices ``A``, (R, F, P, P); ``free``: coordinates strictly
+      inside their bounds, (R, F, P); ``grad``: ``dEffect / dlam_p`` (the prediction-mean
+      differences, signed), (R, F, P);
     * ``real``: (F, P, P), the entries of ``A`` that belong to the fit (not padding): they
       alone set the scale of the ridge that keeps ``A`` invertible.
 
     Args:
         z: Per-cluster linear sums, shape (R, G, K), read once for all fits.
-        vecs: The vectors above.
-        lam: The fitted lambdas.
+        basis: Influence vectors, shape (R, B, K).
+        coef: The coefficients above.
         gram_a: The normal-equation matrices.
         free: The free coordinates.
         grad: The gradients.
@@ -87,13 +91,13 @@ def lambda_noise_sums(z: Array, vecs: Array, lam: Array, gram_a: Array, free: ND
     Returns:
         The sums of each fit, in order.
     """
-    r, n_fit, width, k = vecs.shape
-    p = lam.shape[2]
-    # (R, G, F, 1 + 3P); einsum, not matmul: BLAS would wake threads that spin on CPU time
-    proj = np.einsum("rgk,rjk->rgj", z, vecs.reshape(r, n_fit * width, k))
-    proj = proj.reshape(r, z.shape[1], n_fit, width)
-    eff, d_g, e_g = proj[..., : 1 + p], proj[..., 1 + p : 1 + 2 * p], proj[..., 1 + 2 * p :]
-    r_g, fit_g = eff[..., 0], np.einsum("rgfp,rfp->rgf", eff[..., 1:], lam)
+    r, n_fit, n_rows, n_basis = coef.shape
+    p = grad.shape[2]
+    # clusters on the last axis: einsum's inner loops run along G (einsum, not matmul: BLAS
+    # would wake threads that spin on CPU time)
+    proj = np.einsum("rjb,rbg->rjg", coef.reshape(r, n_fit * n_rows, n_basis),
+                     np.einsum("rgk,rbk->rbg", z, basis)).reshape(r, n_fit, n_rows, z.shape[1])
+    d_g, e_g = proj[:, :, 2 : 2 + p], proj[:, :, 2 + p :]  # (R, F, P, G)
     eye = _EYE[p - 1]
     mask = free[..., :, None] & free[..., None, :]
     a_free = np.where(mask, gram_a, 0.0) + np.where(free[..., :, None], 0.0, eye)
@@ -101,8 +105,9 @@ def lambda_noise_sums(z: Array, vecs: Array, lam: Array, gram_a: Array, free: ND
                               axis=2)[..., None, None]
     a_free = a_free + 1e-12 * np.where(scale > 0, scale, 1.0) * eye
     c = np.linalg.solve(a_free, (grad * free)[..., None])[..., 0]  # A_f^{-1} grad_f
-    kappa = -np.einsum("rgfp,rfp->rgf", d_g * e_g, c)
-    sums = np.einsum("ragf,rgf->rfa", np.concatenate(  # s1, s2, s3 in one pass
-        [r_g[:, None], fit_g[:, None], kappa[:, None]], axis=1), kappa)
+    kappa = -np.einsum("rfpg,rfp->rfg", d_g * e_g, c)
+    # s1, s2, s3 in one pass: rows 0 and 1 of proj are r_g (effect at lambda 0) and fit_g
+    sums = np.einsum("rfag,rfg->rfa", np.concatenate([proj[:, :, :2], kappa[:, :, None]],
+                                                     axis=2), kappa)
     return [NoiseSums(s1=sums[:, f, 0], s2=sums[:, f, 1], s3=sums[:, f, 2])
             for f in range(n_fit)]
