@@ -257,7 +257,8 @@ def solve(
         psi[:, 1, 2:] = psi[:, 3, 2:]
         psi[:, :2] *= np.sqrt(infl)[..., None]
         psi[:, 2] = psi[:, 1] - psi[:, 0]
-        forms = np.einsum("mik,mkl,mil->mi", psi, basis[rows], psi)
+        # two steps: a three-operand einsum runs its inner loop along the 4-long axes
+        forms = np.einsum("mil,mil->mi", np.matmul(psi, basis[rows]), psi)
         floor_part = lam**2 * floors[rows]
         v_arm = forms[:, :2] + infl * floor_part
         noise_var = noise_var * (np.add.reduce(infl, axis=1) / 2.0)
