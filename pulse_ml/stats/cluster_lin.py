@@ -46,7 +46,8 @@ def labeled_cluster_lin(arms: list[tuple], n_codes: int,
     samples = prep.samples
     codes, rank = prep.labeled
     r = prep.arms[0][1].shape[0]
-    out = np.zeros((r, codes.size, 2 * len(LIN)))
+    # clusters on the last axis in memory: the lambda-noise einsum then loops along them
+    out = np.zeros((r, 2 * len(LIN), codes.size)).transpose(0, 2, 1)
     for a in (0, 1):
         o, lab, unl = a * len(LIN), samples[2 * a], samples[2 * a + 1]
         block = out[:, :, o : o + _N_LIN_LAB]
