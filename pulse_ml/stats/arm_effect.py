@@ -292,7 +292,9 @@ def compare_arms(
     wc = weights_or_ones(control.w, yc.size, "w_c")
     wt = weights_or_ones(treatment.w, yt.size, "w_t")
     # Center by constants common to both arms: effects are unchanged, sums lose cancellation.
-    cy, cf = float(np.concatenate([yc, yt]).mean()), float(np.concatenate([fc, ft]).mean())
+    n_both = float(yc.size + yt.size)  # the pooled means without concatenated copies
+    cy = float((np.add.reduce(yc) + np.add.reduce(yt)) / n_both)
+    cf = float((np.add.reduce(fc) + np.add.reduce(ft)) / n_both)
     # The unlabeled predictions stay as they are: their sums take cf off block by block.
     arms = [(cl, (y - cy)[None], (f - cf)[None], w[None], cu, fu[None])
             for cl, y, f, w, cu, fu in ((cl_c, yc, fc, wc, cu_c, fuc),
@@ -317,8 +319,8 @@ def compare_arms(
     notes = arm_notes.notes(res, clustered, small_sample)
     shift = res.pred_shift[0]
     z_shift = np.abs(shift) / np.maximum(res.pred_shift_se[0], 1e-300)
-    flagged = bool(small_sample and np.any((z_shift >= SHIFT_NOTE_Z)
-                                           & (np.abs(shift) >= SHIFT_NOTE_SE * res.naive_se[0])))
+    flagged = bool(small_sample and np.logical_or.reduce(
+        (z_shift >= SHIFT_NOTE_Z) & (np.abs(shift) >= SHIFT_NOTE_SE * res.naive_se[0])))
     if flagged:
         v_aug, v_noise = res.aug_se[0] ** 2, res.lambda_noise_var[0]
         cost = 100.0 * (np.sqrt(v_aug / max(v_aug - v_noise, 1e-300)) - 1.0) if v_aug else 0.0

@@ -123,7 +123,7 @@ def _dense_codes(arrays: list[NDArray]) -> int | None:
     for a in arrays:
         if a.size:
             limit = min(bound, 2 ** (8 * a.itemsize - 1)) if a.dtype.kind == "i" else bound
-            top = int(a.view(a.dtype.str.replace("i", "u")).max())
+            top = int(np.maximum.reduce(a.view(a.dtype.str.replace("i", "u"))))
             if top >= limit:
                 return None
             hi = max(hi, top)

@@ -25,12 +25,14 @@ def refuse_arm(y: NDArray[np.float64], codes: NDArray[np.intp], keys: ArrayLike 
     Raises:
         PulseError: Naming the arm and what to collect.
     """
-    if y.max() == y.min():  # = np.ptp(y) == 0 (finite values) without its wrapper
+    # = np.ptp(y) == 0 (finite values) without its wrapper
+    if np.maximum.reduce(y) == np.minimum.reduce(y):
         raise PulseError(
             f"{arm} arm: all {y.size} labeled ratings equal {y[0]:g}, so their variance is 0 "
             "and no interval can be computed (it would have zero width). Collect more ratings "
             "in this arm or leave the case study out.")
-    if keys is not None and codes.min() == codes.max():  # one user (no sort needed)
+    # one user (no sort needed)
+    if keys is not None and np.minimum.reduce(codes) == np.maximum.reduce(codes):
         user = np.asarray(keys)[0]
         raise PulseError(
             f"{arm} arm: all {y.size} labeled sessions come from one user ({user!r}), so a "

@@ -11,11 +11,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pulse_ml.stats.cluster_moments import _N_LIN_LAB, LIN
-from pulse_ml.stats.cluster_samples import ArmSamples, arm_samples, bincount
+from pulse_ml.stats.cluster_samples import ArmSamples, Sample, arm_samples, labeled_sample
 
 __all__ = ["kish_sums", "labeled_cluster_lin"]
 
 Array = NDArray[np.float64]
+_SW, _SWW, _SY = 1, 5, 6  # columns of lab_columns: sum w, sum w^2, sum y
 
 
 def labeled_cluster_lin(arms: list[tuple], n_codes: int,
@@ -45,14 +46,15 @@ def labeled_cluster_lin(arms: list[tuple], n_codes: int,
     samples = prep.samples
     codes, rank = prep.labeled
     r = prep.arms[0][1].shape[0]
-    out = np.zeros((r, codes.size, 2 * len(LIN)))
+    # clusters on the last axis in memory: the lambda-noise einsum then loops along them
+    out = np.zeros((r, 2 * len(LIN), codes.size)).transpose(0, 2, 1)
     for a in (0, 1):
         o, lab, unl = a * len(LIN), samples[2 * a], samples[2 * a + 1]
         block = out[:, :, o : o + _N_LIN_LAB]
         # CR2 factors within each sample, as the moments' (shared: Sample.lin_cr2)
         block[:, rank[lab.codes]] = (lab.rows(lab.codes, lab.lin_cr2) if cr2
                                      else lab.touched[..., :_N_LIN_LAB])
-        if unl is None or not unl.present.any():
+        if unl is None or not np.logical_or.reduce(unl.present):
             continue
         block = out[:, :, o + _N_LIN_LAB : o + _N_LIN_LAB + 2]
         src = unl.lin_cr2 if cr2 else unl.sums
@@ -64,19 +66,22 @@ def labeled_cluster_lin(arms: list[tuple], n_codes: int,
     return out
 
 
-def _icc(codes: NDArray[np.intp], y: Array, n_codes: int) -> Array:
+def _icc(sums: Array, y: Array) -> Array:
     """Intra-user correlation of the ratings of one sample (moment estimator, clipped to [0, 1]).
 
     ``E sum_g (S_g - n_g ybar)^2 ~ s^2 (n + rho (sum_g n_g^2 - n))`` with ``S_g`` the user's
-    rating sum; 0 when every user has one rating.
+    rating sum; 0 when every user has one rating. ``sums``: the sample's per-cluster
+    :func:`~pulse_ml.stats.cluster_samples.lab_columns` sums (R, G, 9) of the clusters it
+    touches; ``y``: its ratings (R, n).
     """
-    n = float(codes.size)
-    counts = np.bincount(codes, minlength=n_codes).astype(float)
-    excess = float((counts * counts).sum()) - n  # integer squares: exact in any order
+    n = float(y.shape[1])
+    counts = sums[0, :, 0]
+    excess = float(np.add.reduce(counts * counts)) - n  # integer squares: exact in any order
     if n < 3 or excess <= 0:
         return np.zeros(y.shape[0])
-    dev = y - y.sum(axis=1, keepdims=True) / y.shape[1]  # = y - y.mean(axis=1)
-    q = (bincount(codes, dev, n_codes) ** 2).sum(axis=1)
+    ybar = np.add.reduce(y, axis=1, keepdims=True) / n
+    dev = y - ybar
+    q = np.add.reduce((sums[..., _SY] - counts * ybar) ** 2, axis=1)
     s2 = np.einsum("rn,rn->r", dev, dev) / (n - 1.0)
     rho = np.divide(q / np.maximum(s2, 1e-300) - n, excess)
     return np.minimum(np.maximum(np.where(s2 > 0, rho, 0.0), 0.0), 1.0)  # clip to [0, 1]
@@ -91,32 +96,28 @@ def kish_sums(arms: list[tuple], n_codes: int, prepared: ArmSamples | None = Non
     ``v_g = sum w^2 + rho ((sum w)^2 - sum w^2)`` within an arm: a heavy rater weighs more than
     their session count when their ratings move together (``rho = 0`` is Kish's count). The
     effect's ``v_g = v_c,g / W_c^2 + v_t,g / W_t^2`` counts a user with labels in both arms once.
-    Computed from the unscaled sums, which a CR2-scaled Gram matrix no longer holds.
-    ``n_codes`` is not needed (the labeled clusters are renumbered); kept for the callers.
-    ``prepared``: the arms' per-cluster sums (:func:`~.cluster_samples.arm_samples`), whose
-    labeled codes give the renumbering without a sort.
+    Computed from the unscaled per-cluster sums of the labeled samples, which a CR2-scaled Gram
+    matrix no longer holds. ``prepared``: the arms' per-cluster sums
+    (:func:`~.cluster_samples.arm_samples`); without it the labeled samples are summed here.
     """
-    # only labeled clusters carry shares: renumber them 0..G_L-1 (arrays sized by the labels)
-    if prepared is not None:
-        codes, rank = prepared.labeled
-        g_l, split = codes.size, [rank[arm[0]] for arm in prepared.arms]
-    else:
-        labeled = np.concatenate([arm[0] for arm in arms])
-        uniq, inverse = np.unique(labeled, return_inverse=True)
-        g_l = uniq.size
-        split = np.split(inverse.astype(np.intp), [arms[0][0].size])
+    if prepared is None:  # the labeled samples alone (compare_batch)
+        samples: list[Sample | None] = []
+        for cl, y, f, w, _, _ in arms:
+            samples += [labeled_sample(cl, y, f, w, n_codes), None]
+        prepared = ArmSamples(arms, n_codes, samples)
+    # only labeled clusters carry shares: numbered 0..G_L-1 (arrays sized by the labels)
+    codes, rank = prepared.labeled
     r = arms[0][1].shape[0]
-    shares = np.empty((3, r, g_l))  # control, treatment, effect
-    for a, ((_, y, _, w, _, _), cl) in enumerate(zip(arms, split, strict=True)):
-        w = w if w.shape == y.shape else np.broadcast_to(w, y.shape)
-        sq = bincount(cl, w * w, g_l)
-        shares[a] = sq + _icc(cl, y, g_l)[:, None] * (bincount(cl, w, g_l) ** 2 - sq)
-        w2 = w.sum(axis=1)[:, None] ** 2
-        part = np.divide(shares[a], w2, out=np.zeros((r, g_l)), where=w2 > 0)
-        if a == 0:
-            shares[2] = part
-        else:
-            shares[2] += part
-    num = shares.sum(axis=-1) ** 2  # G* = (sum_g v_g)^2 / sum_g v_g^2 of the three at once
+    shares = np.zeros((3, r, codes.size))  # control, treatment, effect
+    for a in (0, 1):
+        lab = prepared.samples[2 * a]
+        sums = lab.touched  # (R, G_a, 9), the arm's clusters in code order
+        sq = sums[..., _SWW]
+        icc = _icc(sums, prepared.arms[a][1])
+        shares[a][:, rank[lab.codes]] = sq + icc[:, None] * (sums[..., _SW] ** 2 - sq)
+        w2 = lab.tot[:, _SW][:, None] ** 2
+        shares[2] += np.divide(shares[a], w2, out=np.zeros_like(shares[a]), where=w2 > 0)
+    # G* = (sum_g v_g)^2 / sum_g v_g^2 of the three at once
+    num = np.add.reduce(shares, axis=-1) ** 2
     den = np.einsum("arg,arg->ar", shares, shares)
     return np.divide(num, den, out=np.zeros_like(num), where=den > 0).T

@@ -217,7 +217,7 @@ def _arm_anova(lab: Sample, unl: Sample, r: int) -> dict[str, Array | float]:
         union = lab.present | unl.present
         rank = np.cumsum(union) - 1
         pos_l, pos_u = rank[lab.present], rank[unl.present]
-        k = int(union.sum())
+        k = int(np.count_nonzero(union))
         total, count = np.zeros((r, k)), np.zeros(k)
         total[:, pos_l] += lab_sums[..., sf]
         total[:, pos_u] += unl.sums[..., 1]
@@ -226,7 +226,8 @@ def _arm_anova(lab: Sample, unl: Sample, r: int) -> dict[str, Array | float]:
     count_u = unl.sums[0, :, 0]
     return {"g_lab": lab.codes.size, "g_unl": int(np.count_nonzero(count_u)), "g_all": k,
             "t2": np.einsum("rg,rg->r", total / np.maximum(count, 1.0), total),
-            "m2": (count * count).sum(), "mu2": (count_u * count_u).sum()}  # integers: exact
+            "m2": np.add.reduce(count * count),  # integers: exact
+            "mu2": np.add.reduce(count_u * count_u)}
 
 
 def _one_chunk(arms: list[tuple], n_codes: int,
@@ -297,8 +298,8 @@ def _one_chunk(arms: list[tuple], n_codes: int,
             any_union |= sample.present
     return Moments(
         tot=tot, gram=gram, g_lab=per_arm["g_lab"], g_unl=per_arm["g_unl"],
-        g_all=per_arm["g_all"], g_lab_union=np.full(r, float(lab_union.sum())),
-        g_any=np.full(r, float(any_union.sum() + extra_any)), t2_over_m=per_arm["t2"],
+        g_all=per_arm["g_all"], g_lab_union=np.full(r, float(np.count_nonzero(lab_union))),
+        g_any=np.full(r, float(np.count_nonzero(any_union) + extra_any)), t2_over_m=per_arm["t2"],
         m2=per_arm["m2"], mu2=per_arm["mu2"],
     )
 

@@ -22,7 +22,6 @@ callers pass them as they are.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 from numpy.typing import NDArray
@@ -31,6 +30,23 @@ __all__ = ["ArmSamples", "Sample", "arm_samples", "bincount", "lab_columns", "le
            "unlabeled_sample"]
 
 Array = NDArray[np.float64]
+
+class _once:
+    """``functools.cached_property`` without its lock.
+
+    Python < 3.12 takes an RLock on every first access (~1 us, about ten times per comparison);
+    a sample is not shared between threads while its properties are first computed.
+    """
+
+    def __init__(self, fn):
+        self.fn, self.name, self.__doc__ = fn, fn.__name__, fn.__doc__
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        value = obj.__dict__[self.name] = self.fn(obj)  # later reads: the instance dict
+        return value
+
 
 DENSE_SHARE = 1.0  # a sample with >= DENSE_SHARE * n_codes sessions is summed over all codes
 N_LAB_COLS = 9  # lab_columns: m, sw, swy, swf, sf, sww, sy, syy, sf^2 (RAW[:9])
@@ -59,7 +75,7 @@ def leverage_scale(sums: Array, col: int) -> Array:
     sample does not touch (dense layout) have ``h_g = 0``: factor 1 on zero sums.
     """
     part = sums[..., col]
-    h = part / np.maximum(part.sum(axis=-1, keepdims=True), 1e-300)
+    h = part / np.maximum(np.add.reduce(part, axis=-1, keepdims=True), 1e-300)
     return np.where(h < 1.0 - 1e-9, 1.0 / np.sqrt(np.maximum(1.0 - h, 1e-300)), 0.0)
 
 
@@ -85,17 +101,17 @@ class Sample:
     dense: bool
     rank: NDArray[np.intp] | None = None  # touched layout: row of each code (where present)
 
-    @cached_property
+    @_once
     def codes(self) -> NDArray[np.intp]:
         """Codes of the touched clusters, in code order (computed once)."""
         return np.flatnonzero(self.present)
 
-    @cached_property
+    @_once
     def touched(self) -> Array:
         """Sums of the touched clusters, in code order (the sums themselves when not dense)."""
         return self.sums[:, self.codes] if self.dense else self.sums
 
-    @cached_property
+    @_once
     def lin_cr2(self) -> Array:
         """The linear sums times each cluster's CR2 factor (computed once, shared).
 
@@ -140,8 +156,8 @@ def labeled_sample(codes: NDArray[np.intp], y: Array, f: Array, w: Array, n_code
     flat = (keys + k * np.arange(r * N_LAB_COLS)[:, None]).ravel()
     sums = np.bincount(flat, weights=cols.ravel(), minlength=r * N_LAB_COLS * k)
     sums = sums.reshape(r, N_LAB_COLS, k)
-    return Sample(present, np.ascontiguousarray(sums.transpose(0, 2, 1)), sums.sum(axis=-1),
-                  rank is None, rank)
+    return Sample(present, np.ascontiguousarray(sums.transpose(0, 2, 1)),
+                  np.add.reduce(sums, axis=-1), rank is None, rank)
 
 
 _SPAN = 1 << 18  # fewest values per block of a centered pass over unlabeled predictions
@@ -177,7 +193,7 @@ def unlabeled_sample(codes: NDArray[np.intp], fu: Array, n_codes: int, shift: fl
     m = count.astype(float) if dense else count[present].astype(float)
     sums, tot = np.empty((r, k, 2)), np.empty((r, 3))  # filled in place: no stacking calls
     sums[..., 0], sums[..., 1] = m, su
-    tot[:, 0], tot[:, 1], tot[:, 2] = m.sum(), su.sum(axis=-1), squares
+    tot[:, 0], tot[:, 1], tot[:, 2] = np.add.reduce(m), np.add.reduce(su, axis=-1), squares
     return Sample(present, sums, tot, dense, rank)
 
 
@@ -197,7 +213,7 @@ class ArmSamples:
     n_codes: int
     samples: list[Sample | None]
 
-    @cached_property
+    @_once
     def labeled(self) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
         """Codes with a label in either arm and each code's row among them (``rank``)."""
         present = self.samples[0].present | self.samples[2].present
@@ -214,7 +230,8 @@ def arm_samples(arms: list[tuple], n_codes: int,
             used[arm[0]] = True
             if not singleton_unl[a]:
                 used[arm[4]] = True
-        if not used.all():  # the rank of each code among the used ones (np.unique's order)
+        # the rank of each code among the used ones (np.unique's order)
+        if not np.logical_and.reduce(used):
             rank = np.cumsum(used) - 1
             n_codes = int(rank[-1]) + 1
             arms = [(rank[cl], y, f, w, cu if singleton_unl[a] else rank[cu], fu)

@@ -73,6 +73,14 @@ _COL = {name: _ARMS * _K + i for name, i in _L.items()}  # each arm's column of 
 _AC, _DC, _AT, _DT, _DN = range(5)  # alpha_c, delta_c, alpha_t, delta_t, alpha_t - alpha_c
 _U = np.array([5, 6])  # each arm's unlabeled-mean vector (the pooled floor's empirical variance)
 _AA, _DD = np.array([_AC, _AT]), np.array([_DC, _DT])  # per arm (index arrays made once)
+_REAL_ONE = np.array([[True, False], [False, False]])  # A of a one-lambda fit, padded to 2x2
+# lambda-noise fits (see noise_sums) on the basis (alpha_c, alpha_t, delta_c, delta_t): rows
+# effect at lambda 0, fitted part (lambdas filled in), directions (2), residuals (2)
+_NAIVE = [-1.0, 1.0, 0.0, 0.0]
+_COEF = {"joint": np.array([_NAIVE, [0] * 4, [0, 0, -1, 0], [0, 0, 0, 1], _NAIVE, _NAIVE]),
+         "common": np.array([_NAIVE, [0] * 4, [0, 0, -1, 1], [0] * 4, _NAIVE, [0] * 4]),
+         "per_arm": np.array([_NAIVE, [0] * 4, [0, 0, 1, 0], [0, 0, 0, 1], [1, 0, 0, 0],
+                              [0, 1, 0, 0]], dtype=float)}
 
 
 def _influence(
@@ -249,14 +257,16 @@ def solve(
         psi[:, 1, 2:] = psi[:, 3, 2:]
         psi[:, :2] *= np.sqrt(infl)[..., None]
         psi[:, 2] = psi[:, 1] - psi[:, 0]
-        forms = np.einsum("mik,mkl,mil->mi", psi, basis[rows], psi)
+        # two steps: a three-operand einsum runs its inner loop along the 4-long axes
+        forms = np.einsum("mil,mil->mi", np.matmul(psi, basis[rows]), psi)
         floor_part = lam**2 * floors[rows]
         v_arm = forms[:, :2] + infl * floor_part
-        noise_var = noise_var * infl.mean(axis=1)
+        noise_var = noise_var * (np.add.reduce(infl, axis=1) / 2.0)
         out = {"lam": lam, "lost": lost, "v_arm": v_arm, "shrink": frac,
-               "v": forms[:, 2] + (infl * floor_part).sum(axis=1) + noise_var,
-               "v_in": forms[:, 3] + floor_part.sum(axis=1), "noise_var": noise_var}
-        out["df"] = (_welch_df(v_arm, g_eff[rows] - 1.0 - lost, cap[rows] - lost.sum(axis=1))
+               "v": forms[:, 2] + np.add.reduce(infl * floor_part, axis=1) + noise_var,
+               "v_in": forms[:, 3] + np.add.reduce(floor_part, axis=1), "noise_var": noise_var}
+        cap_m = cap[rows] - np.add.reduce(lost, axis=1)
+        out["df"] = (_welch_df(v_arm, g_eff[rows] - 1.0 - lost, cap_m)
                      if small_sample else np.full(m, np.inf))
         return out
 
@@ -269,7 +279,7 @@ def solve(
     def common() -> Array:
         """One lambda for both arms minimizing the in-sample variance of the effect."""
         b = q[:, _DT, _DN] - q[:, _DC, _DN]
-        lam = _clip_min(b, tt + cc + 2 * tc, ub.min(axis=1))
+        lam = _clip_min(b, tt + cc + 2 * tc, np.minimum(ub[:, 0], ub[:, 1]))
         return stack1([lam, lam])
 
     def noise_sums(fits: list[tuple[Array, str]]) -> list[NoiseSums | None]:
@@ -280,33 +290,31 @@ def solve(
         """
         if lab_z is None or not small_sample:
             return [None] * len(fits)
-        (al_c, al_t), (de_c, de_t) = alpha_v.transpose(1, 0, 2), delta_v.transpose(1, 0, 2)
-        grad = inf["shift"] * _SIGN
-        problems = []
-        for lam, mode in fits:
+        grad, n_fit = inf["shift"] * _SIGN, len(fits)  # P = 2 lambdas per fit (common: padded)
+        coef = np.empty((r, n_fit, 6, 4))  # on the basis (alpha_c, alpha_t, delta_c, delta_t)
+        grads, a_mat = np.zeros((r, n_fit, 2)), np.zeros((r, n_fit, 2, 2))
+        free, real = np.zeros((r, n_fit, 2), dtype=bool), np.ones((n_fit, 2, 2), dtype=bool)
+        for i, (lam, mode) in enumerate(fits):
+            coef[:, i] = _COEF[mode]
+            coef[:, i, 1, 2:] = signed = lam * _SIGN  # the fitted part: -lam_c d_c + lam_t d_t
             if mode == "common":
-                d = de_t - de_c
-                effect = stack1([al_t - al_c, d])
-                resid = (al_t - al_c + lam[:, :1] * d)[:, None]
-                a_mat = (tt + cc + 2 * tc)[:, None, None]
-                free = (lam[:, :1] > 1e-9) & (lam[:, :1] < ub.min(axis=1, keepdims=True) - 1e-9)
-                problems.append((effect, d[:, None], resid, lam[:, :1], a_mat, free,
-                                 grad.sum(axis=1, keepdims=True)))
+                coef[:, i, 4, 2:] = signed
+                grads[:, i, 0] = grad[:, 0] + grad[:, 1]
+                a_mat[:, i, 0, 0] = tt + cc + 2 * tc
+                free[:, i, 0] = (lam[:, 0] > 1e-9) & (lam[:, 0] < np.minimum(ub[:, 0], ub[:, 1])
+                                                      - 1e-9)
+                real[i] = _REAL_ONE
                 continue
-            effect = stack1([al_t - al_c, -de_c, de_t])
             if mode == "joint":
-                dirs = effect[:, 1:]
-                resid = al_t - al_c - lam[:, :1] * de_c + lam[:, 1:] * de_t
-                resid = resid[:, None].repeat(2, axis=1)
-                a_mat = stack1([cc, tc, tc, tt]).reshape(r, 2, 2)
+                coef[:, i, 4, 2:] = coef[:, i, 5, 2:] = signed
+                a_mat[:, i, 0, 1] = a_mat[:, i, 1, 0] = tc
             else:
-                dirs = delta_v
-                resid = alpha_v + lam[..., None] * delta_v
-                a_mat = np.zeros((r, 2, 2))
-                a_mat[:, 0, 0], a_mat[:, 1, 1] = cc, tt
-            free = (lam > 1e-9) & (lam < ub - 1e-9)
-            problems.append((effect, dirs, resid, lam, a_mat, free, grad))
-        return lambda_noise_sums(lab_z, problems)
+                coef[:, i, 4, 2], coef[:, i, 5, 3] = lam[:, 0], lam[:, 1]
+            a_mat[:, i, 0, 0], a_mat[:, i, 1, 1] = cc, tt
+            grads[:, i] = grad
+            free[:, i] = (lam > 1e-9) & (lam < ub - 1e-9)
+        basis = np.concatenate([alpha_v, delta_v], axis=1)
+        return lambda_noise_sums(lab_z, basis, coef, a_mat, free, grads, real)
 
     every = np.arange(r)
     if lam_mode == "joint" and small_sample:

@@ -179,9 +179,9 @@ def _ppi_py_lambda(mom: Moments, a: int) -> Array:
 
 def _welch_df(v: Array, nu: Array, cap: Array) -> Array:
     """Satterthwaite-Welch df of a sum of per-arm variances ``v`` (R, 2) with dfs ``nu``."""
-    num = v.sum(axis=1) ** 2
-    den = (_ratio(v**2, nu)).sum(axis=1)
-    df = np.where(den > 0, _ratio(num, den), nu.min(axis=1))
+    num = np.add.reduce(v, axis=1) ** 2  # ufunc reduce: no wrapper
+    den = np.add.reduce(_ratio(v**2, nu), axis=1)
+    df = np.where(den > 0, _ratio(num, den), np.minimum.reduce(nu, axis=1))
     return np.maximum(np.minimum(df, cap), 1.0)
 
 

@@ -35,7 +35,7 @@ from numpy.typing import NDArray
 __all__ = ["NoiseSums", "lambda_noise_sums"]
 
 Array = NDArray[np.float64]
-_EYE = (np.eye(1)[None], np.eye(2)[None])  # identity of a fit with P = 1 or 2 lambdas
+_EYE = (np.eye(1), np.eye(2))  # identity of fits with P = 1 or 2 lambdas
 
 
 @dataclass(frozen=True)
@@ -58,50 +58,56 @@ class NoiseSums:
         return 2 * share * self.s1 + share**2 * (2 * self.s2 + self.s3)
 
 
-def lambda_noise_sums(z: Array, fits: list[tuple]) -> list[NoiseSums]:
-    """Per-cluster delta-method sums of the lambda-noise term of one or more lambda fits.
+def lambda_noise_sums(z: Array, basis: Array, coef: Array, gram_a: Array,
+                      free: NDArray[np.bool_], grad: Array, real: NDArray[np.bool_]
+                      ) -> list[NoiseSums]:
+    """Per-cluster delta-method sums of the lambda-noise term of F lambda fits at once.
 
-    Each fit is a tuple ``(effect_vecs, dir_vecs, resid_vecs, lam, gram_a, free, grad)``; with
-    ``K`` linear sums per cluster and ``P`` lambdas of that fit:
+    Every fit has ``P`` lambdas (a fit with fewer is padded: zero coefficients and gradients,
+    coordinates not ``free`` and not ``real``). Its influence vectors over the ``K`` linear sums
+    of a cluster are combinations of a few ``basis`` vectors (the arms' alpha and delta), so
+    ``z`` is projected once onto the basis and the fits' projections are combinations of those:
 
-    * ``effect_vecs``: effect influence vectors, shape (R, 1 + P, K): at lambda 0 first, then
-      the change per unit of each lambda;
-    * ``dir_vecs``: influence vectors ``d_p`` of the directions each lambda was fitted in,
-      shape (R, P, K);
-    * ``resid_vecs``: influence vectors ``e_p`` of the residual each lambda's fit minimizes, at
-      the fitted lambdas, shape (R, P, K) (the same row for a joint fit);
-    * ``lam``: fitted lambdas, shape (R, P); ``gram_a``: normal-equation matrices ``A``, shape
-      (R, P, P); ``free``: coordinates strictly inside their bounds, shape (R, P);
-    * ``grad``: ``dEffect / dlam_p`` (the prediction-mean differences, signed), shape (R, P).
+    * ``coef``: shape (R, F, 2 + 2P, B), the coefficients on the basis of the effect's influence
+      at lambda 0, of the fitted lambdas' part of it (``sum_p lam_p`` times the effect's change
+      per unit of lambda p), of the directions ``d_p`` each lambda was fitted in (P) and of the
+      residuals ``e_p`` each fit minimizes at the fitted lambdas (P; the same row twice for a
+      joint fit);
+    * ``gram_a``: normal-equation matrices ``A``, (R, F, P, P); ``free``: coordinates strictly
+      inside their bounds, (R, F, P); ``grad``: ``dEffect / dlam_p`` (the prediction-mean
+      differences, signed), (R, F, P);
+    * ``real``: (F, P, P), the entries of ``A`` that belong to the fit (not padding): they
+      alone set the scale of the ridge that keeps ``A`` invertible.
 
     Args:
         z: Per-cluster linear sums, shape (R, G, K), read once for all fits.
-        fits: The fits.
+        basis: Influence vectors, shape (R, B, K).
+        coef: The coefficients above.
+        gram_a: The normal-equation matrices.
+        free: The free coordinates.
+        grad: The gradients.
+        real: The fits' own entries of ``gram_a``.
 
     Returns:
         The sums of each fit, in order.
     """
-    vecs = [v for fit in fits for v in fit[:3]]
-    # (R, G, sum of 1 + 3P); einsum, not matmul: BLAS would wake threads that spin on CPU time
-    proj = np.einsum("rgk,rjk->rgj", z, np.concatenate(vecs, 1))
-    out, start = [], 0
-    for _, _, _, lam, gram_a, free, grad in fits:
-        p = lam.shape[1]
-        eff = proj[..., start : start + 1 + p]  # (R, G, 1 + P)
-        d_g = proj[..., start + 1 + p : start + 1 + 2 * p]
-        e_g = proj[..., start + 1 + 2 * p : start + 1 + 3 * p]
-        start += 1 + 3 * p
-        r_g, fit_g = eff[..., 0], np.einsum("rgp,rp->rg", eff[..., 1:], lam)
-        eye = _EYE[p - 1] if p <= len(_EYE) else np.eye(p)[None]
-        mask = free[:, :, None] & free[:, None, :]
-        a_free = np.where(mask, gram_a, 0.0) + np.where(free[:, :, None], 0.0, eye)
-        scale = np.maximum.reduce(np.abs(a_free).reshape(-1, p * p), axis=1)[:, None, None]
-        a_free = a_free + 1e-12 * np.where(scale > 0, scale, 1.0) * eye
-        rhs = grad * free
-        c = (rhs / a_free[:, 0] if p == 1  # A_f^{-1} grad_f
-             else np.linalg.solve(a_free, rhs[..., None])[..., 0])
-        kappa = -np.einsum("rgp,rp->rg", d_g * e_g, c)
-        sums = np.einsum("rag,rg->ra", np.concatenate(  # s1, s2, s3 in one pass
-            [r_g[:, None], fit_g[:, None], kappa[:, None]], axis=1), kappa)
-        out.append(NoiseSums(s1=sums[:, 0], s2=sums[:, 1], s3=sums[:, 2]))
-    return out
+    r, n_fit, n_rows, n_basis = coef.shape
+    p = grad.shape[2]
+    # clusters on the last axis: einsum's inner loops run along G (einsum, not matmul: BLAS
+    # would wake threads that spin on CPU time)
+    proj = np.einsum("rjb,rbg->rjg", coef.reshape(r, n_fit * n_rows, n_basis),
+                     np.einsum("rgk,rbk->rbg", z, basis)).reshape(r, n_fit, n_rows, z.shape[1])
+    d_g, e_g = proj[:, :, 2 : 2 + p], proj[:, :, 2 + p :]  # (R, F, P, G)
+    eye = _EYE[p - 1]
+    mask = free[..., :, None] & free[..., None, :]
+    a_free = np.where(mask, gram_a, 0.0) + np.where(free[..., :, None], 0.0, eye)
+    scale = np.maximum.reduce(np.where(real, np.abs(a_free), 0.0).reshape(r, n_fit, p * p),
+                              axis=2)[..., None, None]
+    a_free = a_free + 1e-12 * np.where(scale > 0, scale, 1.0) * eye
+    c = np.linalg.solve(a_free, (grad * free)[..., None])[..., 0]  # A_f^{-1} grad_f
+    kappa = -np.einsum("rfpg,rfp->rfg", d_g * e_g, c)
+    # s1, s2, s3 in one pass: rows 0 and 1 of proj are r_g (effect at lambda 0) and fit_g
+    sums = np.einsum("rfag,rfg->rfa", np.concatenate([proj[:, :, :2], kappa[:, :, None]],
+                                                     axis=2), kappa)
+    return [NoiseSums(s1=sums[:, f, 0], s2=sums[:, f, 1], s3=sums[:, f, 2])
+            for f in range(n_fit)]

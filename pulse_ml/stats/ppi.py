@@ -85,7 +85,7 @@ def as_vector(x: ArrayLike, name: str, min_size: int = 1) -> NDArray[np.float64]
         raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
     if arr.size < min_size:
         raise PulseError(f"{name}: need at least {min_size} value(s), got {arr.size}")
-    if not np.isfinite(arr).all():
+    if not np.logical_and.reduce(np.isfinite(arr)):  # = .all(), no wrapper
         bad = np.flatnonzero(~np.isfinite(arr))[:5].tolist()
         raise PulseError(f"{name}: contains NaN or infinite values (positions {bad}, ...)")
     return arr
@@ -111,7 +111,7 @@ def normalize_weights(w: ArrayLike | None, size: int, name: str) -> NDArray[np.f
     arr = as_vector(w, name)
     if arr.size != size:
         raise ValueError(f"{name} has {arr.size} values but its sample has {size}")
-    if (arr < 0).any() or arr.sum() <= 0:
+    if np.logical_or.reduce(arr < 0) or np.add.reduce(arr) <= 0:
         raise PulseError(f"{name}: weights must be non-negative with a positive sum")
     return arr / arr.sum() * size
 
