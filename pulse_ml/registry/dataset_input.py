@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from pulse_ml import keys
+from pulse_ml.env.signals import deferred
 from pulse_ml.registry.guard import locked
 from pulse_ml.registry.store import connect
 
@@ -39,15 +40,20 @@ def log_dataset(frame: pd.DataFrame, source: str, name: str, fingerprint: str,
         # from the first rows, "required" from a vectorized null check of each whole column
         dataset.__dict__["schema"] = _table_schema(frame)
 
-        def log() -> None:
-            try:
+        def once() -> None:
+            # a signal must not cut MLflow's transaction in half: its session rolls back on
+            # Exception only, and the run's KILLED mark would then wait on our own lock
+            with deferred():
                 mlflow.log_input(dataset, context=context,
                                  tags={keys.DATA_FINGERPRINT: fingerprint})
+
+        def log() -> None:
+            try:
+                once()
             except MlflowException as err:  # a trainer beside this one inserted the same
                 if "unique" not in str(err).lower():  # dataset between MLflow's lookup and
                     raise  # its insert: now it is there, and logging again links it
-                mlflow.log_input(dataset, context=context,
-                                 tags={keys.DATA_FINGERPRINT: fingerprint})
+                once()
 
         locked(connect(write=True), log)  # one process at a time on a local SQLite store
 
