@@ -117,6 +117,19 @@ def look_table(cols: dict[str, list], group_values: NDArray | None, n_groups: in
     return table
 
 
+def refuse_unready(ready: NDArray, shape: tuple[int, int], group_values: NDArray | None,
+                   clustered: bool, min_units_per_arm: int) -> None:
+    """Refuse when a group's arms lack ``min_units_per_arm`` labeled units at its last look."""
+    last_ok = ready.reshape(shape)[:, -1]
+    if not last_ok.all():
+        bad = np.flatnonzero(~last_ok)[:5]
+        names = bad.tolist() if group_values is None else group_values[bad].tolist()
+        where = "" if group_values is None else f" (groups {names})"
+        raise _fail(f"each arm needs at least {min_units_per_arm} labeled "
+                    f"{'users' if clustered else 'sessions'} by the last look{where}; "
+                    "monitor later, or lower min_units_per_arm")
+
+
 def _int_codes(x: ArrayLike, name: str, n: int) -> tuple[NDArray[np.int64], NDArray]:
     arr = np.asarray(x)
     if arr.ndim != 1 or arr.size != n:
@@ -283,16 +296,7 @@ def monitor_effect(
     arm_units = res.g_lab
     valid = (res.n_lab.min(axis=1) >= 2) & (arm_units.min(axis=1) >= 2)
     ready = valid & (arm_units.min(axis=1) >= min_units_per_arm)
-    last_ok = ready.reshape(shape)[:, -1]
-    if not last_ok.all():
-        bad = np.flatnonzero(~last_ok)[:5]
-        names = bad.tolist() if group_values is None else group_values[bad].tolist()
-        unit = "labeled users" if users is not None else "labeled sessions"
-        where = "" if group_values is None else f" (groups {names})"
-        raise _fail(
-            f"each arm needs at least {min_units_per_arm} {unit} by the last look{where}; "
-            "monitor later, or lower min_units_per_arm"
-        )
+    refuse_unready(ready, shape, group_values, users is not None, min_units_per_arm)
     n_lab = res.n_lab.sum(axis=1)
     n_unl = res.n_unl.sum(axis=1)
     clock = n_lab.reshape(shape)

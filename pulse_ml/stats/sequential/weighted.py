@@ -56,6 +56,7 @@ from pulse_ml.stats.sequential.monitor import (
     _prepare,
     _target,
     look_table,
+    refuse_unready,
 )
 from pulse_ml.stats.sequential.small_sample import t_multiplier
 from pulse_ml.stats.sequential.stops import ESTIMATORS, stops_table
@@ -277,14 +278,7 @@ def weighted_monitor(
             for p in (psi_n, psi_p)]
     valid = (n_lab.min(axis=1) >= 2) & (units.min(axis=1) >= 2)
     ready = valid & (units.min(axis=1) >= min_units_per_arm)
-    last_ok = ready.reshape(shape)[:, -1]
-    if not last_ok.all():
-        bad_g = np.flatnonzero(~last_ok)[:5]
-        names = bad_g.tolist() if group_values is None else group_values[bad_g].tolist()
-        where = "" if group_values is None else f" (groups {names})"
-        raise _fail(f"each arm needs at least {min_units_per_arm} labeled "
-                    f"{'users' if users is not None else 'sessions'} by the last look{where}; "
-                    "monitor later, or lower min_units_per_arm")
+    refuse_unready(ready, shape, group_values, users is not None, min_units_per_arm)
     sessions = n_all.sum(axis=1).reshape(shape).astype(np.float64)
     labels = n_lab.sum(axis=1).reshape(shape).astype(np.float64)
     k0 = np.argmax(ready.reshape(shape), axis=1)
